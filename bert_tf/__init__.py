@@ -1,0 +1,35 @@
+"""bert_tf: Google's BERT on TensorFlow 2 / Keras 3, compatible with the original release.
+
+The public names below are imported on first use, so `import bert_tf.tokenization` (pure
+Python) does not pay for importing TensorFlow.
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "BertConfig": "bert_tf.config",
+    "BertConfigError": "bert_tf.config",
+    "BertModel": "bert_tf.encoder",
+    "BertPretrainingModel": "bert_tf.pretraining",
+    "pretraining_loss": "bert_tf.pretraining",
+    "load_original_checkpoint": "bert_tf.checkpoints",
+    "save_original_checkpoint": "bert_tf.checkpoints",
+    "CheckpointError": "bert_tf.checkpoints",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
