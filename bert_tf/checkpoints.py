@@ -1,0 +1,356 @@
+"""Checkpoints in the layout of Google's release: the one table of original TF1 names.
+
+`original_variable_map(model)` is the single mapping between the original names
+(`bert/encoder/layer_3/attention/self/query/kernel`, ...) and our Keras variables; loading and
+saving both read it, and the training loop uses it for the optimizer's name-based rules and slot
+names. Every mapping is a rename: our variables have the original shapes.
+
+Paths go through `tf.io.gfile`, so `gs://` output directories work as with the original.
+"""
+
+import dataclasses
+import os
+import uuid
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.encoder import BertModel
+from bert_tf.pretraining import BertPretrainingModel
+
+GLOBAL_STEP = "global_step"
+STATE_FILE = "checkpoint"
+CONFIG_FILE = "bert_config.json"
+_DATA_SUFFIX = ".data-00000-of-00001"
+_INDEX_SUFFIX = ".index"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read into, or written from, a model."""
+
+
+def _add_dense(table, prefix, dense):
+    table[f"{prefix}/kernel"] = dense.kernel
+    table[f"{prefix}/bias"] = dense.bias
+
+
+def _add_layer_norm(table, prefix, layer_norm):
+    table[f"{prefix}/gamma"] = layer_norm.gamma
+    table[f"{prefix}/beta"] = layer_norm.beta
+
+
+def original_variable_map(model):
+    """The original checkpoint name of every variable of `model`.
+
+    Args:
+      model: a `BertModel` (names under `bert/`) or a `BertPretrainingModel` (also `cls/`).
+    Returns:
+      dict original name -> Keras variable, in the order of the original checkpoint table.
+    """
+    if isinstance(model, BertPretrainingModel):
+        bert = model.bert
+    elif isinstance(model, BertModel):
+        bert = model
+    else:
+        raise TypeError(f"expected a BertModel or BertPretrainingModel, got {type(model).__name__}")
+    table = {}
+    embeddings = bert.embeddings
+    table["bert/embeddings/word_embeddings"] = embeddings.word_embeddings
+    table["bert/embeddings/token_type_embeddings"] = embeddings.token_type_embeddings
+    table["bert/embeddings/position_embeddings"] = embeddings.position_embeddings
+    _add_layer_norm(table, "bert/embeddings/LayerNorm", embeddings.layer_norm)
+    for i, block in enumerate(bert.encoder.blocks):
+        prefix = f"bert/encoder/layer_{i}"
+        attention = block.self_attention
+        _add_dense(table, f"{prefix}/attention/self/query", attention.query)
+        _add_dense(table, f"{prefix}/attention/self/key", attention.key)
+        _add_dense(table, f"{prefix}/attention/self/value", attention.value)
+        _add_dense(table, f"{prefix}/attention/output/dense", block.attention_output)
+        _add_layer_norm(table, f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm)
+        _add_dense(table, f"{prefix}/intermediate/dense", block.intermediate)
+        _add_dense(table, f"{prefix}/output/dense", block.output_dense)
+        _add_layer_norm(table, f"{prefix}/output/LayerNorm", block.output_layer_norm)
+    _add_dense(table, "bert/pooler/dense", bert.pooler.dense)
+    if isinstance(model, BertPretrainingModel):
+        _add_dense(table, "cls/predictions/transform/dense", model.masked_lm.dense)
+        _add_layer_norm(table, "cls/predictions/transform/LayerNorm", model.masked_lm.layer_norm)
+        table["cls/predictions/output_bias"] = model.masked_lm.output_bias
+        table["cls/seq_relationship/output_weights"] = model.next_sentence.output_weights
+        table["cls/seq_relationship/output_bias"] = model.next_sentence.output_bias
+    # A variable added to a layer without a name here would silently never be saved.
+    mapped = {id(v) for v in table.values()}
+    unmapped = [v.path for v in model.weights if id(v) not in mapped]
+    if unmapped or len(mapped) != len(table) or len(model.weights) != len(table):
+        raise AssertionError(f"checkpoint name table out of date; unmapped variables: {unmapped}")
+    return table
+
+
+@dataclasses.dataclass
+class CheckpointReport:
+    """What `load_original_checkpoint` did.
+
+    Attributes:
+      prefix: the checkpoint prefix that was read.
+      loaded: original names assigned from the checkpoint.
+      not_in_checkpoint: names of the model absent from the checkpoint (kept their values);
+        only ever `cls/*` head variables, since a missing encoder variable is an error.
+      unused_in_checkpoint: checkpoint names the model has no use for (other heads, other
+        tools' variables), excluding `global_step` and optimizer slots.
+      global_step: the checkpoint's `global_step`, or None.
+      slots: optimizer slots of a training checkpoint: slot name (`adam_m`, `adam_v`, ...) ->
+        {original variable name -> np.ndarray}.
+    """
+
+    prefix: str
+    loaded: list
+    not_in_checkpoint: list
+    unused_in_checkpoint: list
+    global_step: int | None = None
+    slots: dict = dataclasses.field(default_factory=dict)
+
+    def summary(self):
+        lines = [f"checkpoint {self.prefix}: loaded {len(self.loaded)} variables"]
+        if self.not_in_checkpoint:
+            lines.append(
+                f"  not in checkpoint (kept their initial values): {', '.join(self.not_in_checkpoint)}"
+            )
+        if self.unused_in_checkpoint:
+            lines.append(f"  unused in checkpoint: {', '.join(self.unused_in_checkpoint)}")
+        if self.global_step is not None:
+            lines.append(f"  global_step: {self.global_step}")
+        for slot, values in sorted(self.slots.items()):
+            lines.append(f"  optimizer slot {slot}: {len(values)} variables")
+        return "\n".join(lines)
+
+
+def resolve_checkpoint_path(path):
+    """Turns a checkpoint prefix or a directory into the prefix to read.
+
+    A directory is resolved through its `checkpoint` state file, else the single `*.index` in it.
+    """
+    path = os.fspath(path)
+    if tf.io.gfile.isdir(path):
+        latest = latest_checkpoint(path)
+        if latest:
+            return latest
+        indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*" + _INDEX_SUFFIX)))
+        indexes = [p for p in indexes if ".tmp" not in os.path.basename(p)]
+        if len(indexes) == 1:
+            return indexes[0][: -len(_INDEX_SUFFIX)]
+        if not indexes:
+            raise CheckpointError(f"no checkpoint in directory {path} (no '{STATE_FILE}' file, no *.index)")
+        names = ", ".join(os.path.basename(p)[: -len(_INDEX_SUFFIX)] for p in indexes)
+        raise CheckpointError(
+            f"directory {path} holds several checkpoints ({names}) and no '{STATE_FILE}' state "
+            "file: pass the prefix of the one to load"
+        )
+    if path.endswith(_INDEX_SUFFIX):
+        path = path[: -len(_INDEX_SUFFIX)]
+    elif path.endswith(_DATA_SUFFIX):
+        path = path[: -len(_DATA_SUFFIX)]
+    if not tf.io.gfile.exists(path + _INDEX_SUFFIX):
+        raise CheckpointError(
+            f"checkpoint {path} not found: expected {path}{_INDEX_SUFFIX} (give a checkpoint "
+            "prefix such as .../bert_model.ckpt, or a directory)"
+        )
+    return path
+
+
+def _shape(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def load_original_checkpoint(model, path):
+    """Loads a checkpoint in the original naming into `model`.
+
+    Args:
+      model: a `BertModel` or `BertPretrainingModel`.
+      path: a checkpoint prefix (`.../bert_model.ckpt`) or a directory.
+    Returns:
+      A `CheckpointReport`; for a training checkpoint of the original (`model.ckpt-N`) it
+      carries `global_step` and the Adam moments for the training loop.
+    Raises:
+      CheckpointError: unreadable checkpoint; a shape mismatch, a missing encoder variable or
+        an encoder variable the model does not have (another architecture), each named with
+        its expected and found shape. Nothing is assigned then.
+    """
+    prefix = resolve_checkpoint_path(path)
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"cannot read checkpoint {prefix}: {getattr(e, 'message', e)}") from None
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+    table = original_variable_map(model)
+
+    problems, not_in_checkpoint, unused = [], [], []
+    slots, global_step = {}, None
+    for name, variable in table.items():
+        if name not in shapes:
+            if name.startswith("bert/"):
+                problems.append(f"{name}: expected shape {_shape(variable.shape)}, not in checkpoint")
+            else:
+                not_in_checkpoint.append(name)
+        elif tuple(shapes[name]) != tuple(variable.shape):
+            problems.append(
+                f"{name}: expected shape {_shape(variable.shape)}, found {_shape(shapes[name])}"
+            )
+        elif not dtypes[name].is_floating:
+            problems.append(f"{name}: expected a float tensor, found {dtypes[name].name}")
+    for name in sorted(shapes):
+        if name in table:
+            continue
+        base, _, slot = name.rpartition("/")
+        if name == GLOBAL_STEP:
+            global_step = int(reader.get_tensor(name))
+        elif base in table:
+            if tuple(shapes[name]) != tuple(table[base].shape):
+                problems.append(
+                    f"{name}: expected shape {_shape(table[base].shape)}, found {_shape(shapes[name])}"
+                )
+            else:
+                slots.setdefault(slot, {})[base] = reader.get_tensor(name)
+        elif name.startswith("bert/"):
+            problems.append(f"{name}: not a variable of this model (found shape {_shape(shapes[name])})")
+        else:
+            unused.append(name)
+    if problems:
+        raise CheckpointError(
+            f"checkpoint {prefix} does not fit the model (bert config: "
+            f"L={model.config.num_hidden_layers}, H={model.config.hidden_size}, "
+            f"V={model.config.vocab_size}, P={model.config.max_position_embeddings}); "
+            f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
+        )
+
+    loaded = []
+    for name, variable in table.items():
+        if name in shapes:
+            variable.assign(reader.get_tensor(name).astype(np.float32, copy=False))
+            loaded.append(name)
+    report = CheckpointReport(prefix, loaded, not_in_checkpoint, unused, global_step, slots)
+    logging.info(report.summary())
+    return report
+
+
+def _to_numpy(value):
+    if hasattr(value, "numpy"):
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _checkpoint_tensors(model, optimizer_state, global_step, extra_tensors):
+    """The (name, value) pairs a checkpoint of `model` holds, checked against the name table."""
+    table = original_variable_map(model)
+    tensors = {name: _to_numpy(variable).astype(np.float32) for name, variable in table.items()}
+    for slot, values in (optimizer_state or {}).items():
+        for name, value in values.items():
+            if name not in table:
+                raise CheckpointError(f"optimizer_state[{slot!r}] names {name!r}, not a variable of the model")
+            value = _to_numpy(value).astype(np.float32)
+            if value.shape != tuple(table[name].shape):
+                raise CheckpointError(
+                    f"optimizer_state[{slot!r}][{name!r}]: expected shape "
+                    f"{_shape(table[name].shape)}, got {_shape(value.shape)}"
+                )
+            tensors[f"{name}/{slot}"] = value
+    if global_step is not None:
+        tensors[GLOBAL_STEP] = np.asarray(global_step, dtype=np.int64)
+    for name, value in (extra_tensors or {}).items():
+        if name in tensors:
+            raise CheckpointError(f"extra tensor {name!r} clashes with a model or optimizer name")
+        tensors[name] = _to_numpy(value)
+    return tensors
+
+
+def _relative(directory, prefix):
+    return os.path.basename(prefix) if os.path.dirname(prefix) == directory else prefix
+
+
+def write_checkpoint_state(directory, latest_prefix, all_prefixes):
+    """Writes the `checkpoint` state file (the text proto TF's Saver and Estimator read)."""
+    directory = os.fspath(directory)
+    lines = [f'model_checkpoint_path: "{_relative(directory, latest_prefix)}"']
+    lines += [f'all_model_checkpoint_paths: "{_relative(directory, p)}"' for p in all_prefixes]
+    _atomic_write(os.path.join(directory, STATE_FILE), "\n".join(lines) + "\n")
+
+
+def checkpoint_prefixes(directory):
+    """The prefixes listed in `directory`'s state file that exist, oldest first."""
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return []
+    out = []
+    for p in state.all_model_checkpoint_paths:
+        p = p if os.path.isabs(p) or "://" in p else os.path.join(directory, p)
+        if tf.io.gfile.exists(p + _INDEX_SUFFIX) and p not in out:
+            out.append(p)
+    return out
+
+
+def latest_checkpoint(directory):
+    """The latest checkpoint prefix of `directory`'s state file, or None."""
+    if not tf.io.gfile.exists(os.path.join(directory, STATE_FILE)):
+        return None
+    return tf.train.latest_checkpoint(directory)
+
+
+def _atomic_write(path, text):
+    tmp = f"{path}.tmp{uuid.uuid4().hex}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(text)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def delete_checkpoint(prefix):
+    """Removes a checkpoint's files, index first so it never looks complete with data missing."""
+    for suffix in (_INDEX_SUFFIX, _DATA_SUFFIX):
+        if tf.io.gfile.exists(prefix + suffix):
+            tf.io.gfile.remove(prefix + suffix)
+
+
+def save_original_checkpoint(
+    model, prefix, optimizer_state=None, global_step=None, extra_tensors=None, update_state=True
+):
+    """Writes `model` as a checkpoint in the original names, readable by the original TF1 code.
+
+    Writes `prefix.index` and `prefix.data-00000-of-00001` (float32 variables under their
+    original names, `<name>/<slot>` for each optimizer slot, int64 `global_step` if given), then
+    `bert_config.json` beside them and the folder's `checkpoint` state file (this prefix becomes
+    the latest; earlier entries are kept).
+
+    The files are written under a temporary prefix and renamed, data first and index last, so
+    an interrupted write never leaves a `prefix.index` that looks complete.
+
+    Args:
+      model: a `BertModel` or `BertPretrainingModel`.
+      prefix: e.g. `.../bert_model.ckpt` or `.../model.ckpt-1000`.
+      optimizer_state: {slot name: {original variable name: value}}, e.g. Adam's `adam_m`.
+      global_step: int, saved as int64 `global_step`.
+      extra_tensors: {name: value} saved as they are (e.g. a loss scale).
+      update_state: whether to update the `checkpoint` state file.
+    Returns:
+      The prefix written.
+    """
+    prefix = os.fspath(prefix)
+    directory = os.path.dirname(prefix) or "."
+    tensors = _checkpoint_tensors(model, optimizer_state, global_step, extra_tensors)
+    tf.io.gfile.makedirs(directory)
+    tmp_prefix = f"{prefix}.tmp{uuid.uuid4().hex}"
+    names = sorted(tensors)
+    with tf.device("/cpu:0"):
+        tf.raw_ops.SaveV2(
+            prefix=tmp_prefix,
+            tensor_names=names,
+            shape_and_slices=[""] * len(names),
+            tensors=[tf.convert_to_tensor(tensors[n]) for n in names],
+        )
+    if tf.io.gfile.exists(prefix + _INDEX_SUFFIX):
+        tf.io.gfile.remove(prefix + _INDEX_SUFFIX)
+    tf.io.gfile.rename(tmp_prefix + _DATA_SUFFIX, prefix + _DATA_SUFFIX, overwrite=True)
+    tf.io.gfile.rename(tmp_prefix + _INDEX_SUFFIX, prefix + _INDEX_SUFFIX, overwrite=True)
+    model.config.to_json_file(os.path.join(directory, CONFIG_FILE))
+    if update_state:
+        earlier = [p for p in checkpoint_prefixes(directory) if p != prefix]
+        write_checkpoint_state(directory, prefix, earlier + [prefix])
+    return prefix

@@ -1,0 +1,87 @@
+"""BERT's input embeddings: word + token type (segment) + learned position, LayerNorm, dropout."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.layers.initializers import truncated_normal
+from bert_tf.layers.layer_norm import layer_norm
+
+
+class BertEmbeddings(keras.layers.Layer):
+    """Sum of the three embeddings, normalised.
+
+    Weights (original names under `bert/embeddings/`): `word_embeddings` [V, H],
+    `token_type_embeddings` [T, H], `position_embeddings` [P, H], `LayerNorm/{gamma,beta}` [H].
+
+    The tables are never autocast: lookups and the sum run in float32 (as LayerNorm does), and
+    only the output is cast to the compute dtype. The masked-LM head reads `word_embeddings` for
+    its tied output projection.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size,
+        type_vocab_size,
+        max_position_embeddings,
+        hidden_dropout_prob,
+        initializer_range,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.type_vocab_size = type_vocab_size
+        self.max_position_embeddings = max_position_embeddings
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm = layer_norm("LayerNorm")
+        self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+
+    def build(self, input_shape=None):
+        init = truncated_normal(self.initializer_range)
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings", shape=(self.vocab_size, self.hidden_size),
+            initializer=init, dtype="float32", autocast=False,
+        )
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size),
+            initializer=init, dtype="float32", autocast=False,
+        )
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
+            initializer=init, dtype="float32", autocast=False,
+        )
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, input_ids, segment_ids, training=False):
+        """Args: `input_ids`, `segment_ids` int [B, S]. Returns [B, S, H] in the compute dtype."""
+        seq_length = input_ids.shape[1]
+        if seq_length is not None and seq_length > self.max_position_embeddings:
+            raise ValueError(
+                f"sequence length {seq_length} is larger than max_position_embeddings "
+                f"({self.max_position_embeddings}) of the bert config"
+            )
+        seq_length = tf.shape(input_ids)[1]
+        positions = self.position_embeddings[:seq_length]
+        embeddings = (
+            tf.gather(self.word_embeddings, input_ids)
+            + tf.gather(self.token_type_embeddings, segment_ids)
+            + positions[tf.newaxis]
+        )
+        embeddings = self.layer_norm(embeddings)
+        embeddings = self.dropout(embeddings, training=training)
+        return tf.cast(embeddings, self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            type_vocab_size=self.type_vocab_size,
+            max_position_embeddings=self.max_position_embeddings,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            initializer_range=self.initializer_range,
+        )
+        return config

@@ -1,0 +1,95 @@
+"""One post-LN transformer block of the BERT encoder."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.layers.activations import get_activation
+from bert_tf.layers.attention import SelfAttention
+from bert_tf.layers.initializers import truncated_normal
+from bert_tf.layers.layer_norm import layer_norm
+
+
+class TransformerBlock(keras.layers.Layer):
+    """`a = LN(x + drop(dense(attn(x))))`, `y = LN(a + drop(dense(act(dense(a)))))`.
+
+    Sublayers and their original names relative to `bert/encoder/layer_N/` (the table is in
+    `bert_tf.checkpoints`): `self_attention` = `attention/self`, `attention_output` =
+    `attention/output/dense`, `attention_layer_norm` = `attention/output/LayerNorm`,
+    `intermediate` = `intermediate/dense`, `output_dense` = `output/dense`,
+    `output_layer_norm` = `output/LayerNorm`.
+    The residual sums run in float32, where the LayerNorms are.
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.activation = get_activation(hidden_act)
+        init = truncated_normal(initializer_range)
+        self.self_attention = SelfAttention(
+            hidden_size, num_attention_heads, attention_probs_dropout_prob, initializer_range,
+            name="self_attention",
+        )
+        self.attention_output = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, name="attention_output"
+        )
+        self.attention_layer_norm = layer_norm("attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, kernel_initializer=init, name="intermediate"
+        )
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output")
+        self.output_layer_norm = layer_norm("output_layer_norm")
+        self.dropout = keras.layers.Dropout(hidden_dropout_prob)
+
+    def build(self, input_shape=None):
+        hidden = (None, None, self.hidden_size)
+        self.self_attention.build(hidden)
+        self.attention_output.build(hidden)
+        self.attention_layer_norm.build(hidden)
+        self.intermediate.build(hidden)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(hidden)
+        self.built = True
+
+    def call(self, hidden_states, mask_adder, training=False):
+        """Args: `hidden_states` [B, S, H]; `mask_adder` float32 [B, 1, 1, S].
+
+        Returns [B, S, H] in the compute dtype.
+        """
+        attention = self.self_attention(hidden_states, mask_adder, training=training)
+        attention = self.dropout(self.attention_output(attention), training=training)
+        attention = self.attention_layer_norm(
+            tf.cast(attention, tf.float32) + tf.cast(hidden_states, tf.float32)
+        )
+        intermediate = self.activation(self.intermediate(attention))
+        output = self.dropout(self.output_dense(intermediate), training=training)
+        output = self.output_layer_norm(tf.cast(output, tf.float32) + attention)
+        return tf.cast(output, self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+        )
+        return config

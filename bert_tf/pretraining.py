@@ -1,0 +1,108 @@
+"""`BertPretrainingModel` (encoder + masked-LM + next-sentence heads) and the pretraining loss."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.encoder import ENCODER_INPUTS, BertModel, check_inputs
+from bert_tf.heads import MaskedLMHead, NextSentenceHead
+
+PRETRAINING_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
+LABEL_FEATURES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+# The original adds this to the masked-LM normaliser so an all-padding batch gives 0, not NaN.
+_MLM_DENOMINATOR_EPSILON = 1e-5
+
+
+class BertPretrainingModel(keras.Model):
+    """BERT with the pretraining heads of the original `run_pretraining.py`.
+
+    Call with a dict of int tensors `input_ids`, `input_mask`, `segment_ids` [B, S] and
+    `masked_lm_positions` [B, P] (other keys are ignored). Returns the `BertModel` outputs
+    (`embedding_output`, `all_encoder_layers`, `sequence_output`, `pooled_output`) plus
+    `mlm_log_probs` float32 [B * P, V] and `nsp_log_probs` float32 [B, 2].
+    All variables exist once the model is constructed.
+    """
+
+    def __init__(self, config, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        kwargs.setdefault("name", "bert_pretraining")
+        super().__init__(**kwargs)
+        self.config = config
+        self.bert = BertModel(config, name="bert")
+        self.masked_lm = MaskedLMHead(
+            config.vocab_size, config.hidden_size, config.hidden_act, config.initializer_range,
+            name="predictions",
+        )
+        self.next_sentence = NextSentenceHead(
+            config.hidden_size, config.initializer_range, name="seq_relationship"
+        )
+        self.build()
+
+    def build(self, input_shape=None):
+        self.masked_lm.build()
+        self.next_sentence.build()
+        self.built = True
+
+    def call(self, inputs, training=False):
+        check_inputs(inputs, PRETRAINING_INPUTS, type(self).__name__)
+        outputs = dict(self.bert(inputs, training=training))
+        outputs["mlm_log_probs"] = self.masked_lm(
+            outputs["sequence_output"], inputs["masked_lm_positions"], self.bert.embedding_table
+        )
+        outputs["nsp_log_probs"] = self.next_sentence(outputs["pooled_output"])
+        return outputs
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _label_log_prob(log_probs, labels):
+    """-log_probs[i, labels[i]] for each row: [N, C], int [N] -> [N]."""
+    labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
+    return -tf.gather(log_probs, labels, batch_dims=1)
+
+
+def pretraining_loss(outputs, features, masked_lm_weight_sum=None, global_batch_size=None):
+    """The original's pretraining loss: masked-LM + next-sentence.
+
+    Args:
+      outputs: the dict of `BertPretrainingModel`, with `mlm_log_probs` [B * P, V] and
+        `nsp_log_probs` [B, 2].
+      features: dict with int `masked_lm_ids` [B, P], float `masked_lm_weights` [B, P]
+        (0 for padding predictions) and int `next_sentence_labels` [B, 1] (0 = IsNext).
+      masked_lm_weight_sum: optional scalar, the sum of `masked_lm_weights` over the whole
+        global batch. With `global_batch_size`, the losses returned are this part's share of the
+        global batch's loss, so summing them over replicas or micro-batches gives exactly the
+        loss of the whole batch on one device.
+      global_batch_size: optional, the number of sequences in the whole global batch.
+    Returns:
+      dict of float32 scalars `total_loss`, `masked_lm_loss`, `next_sentence_loss` and
+      per-example losses `masked_lm_example_loss` [B * P], `next_sentence_example_loss` [B].
+    """
+    check_inputs(features, LABEL_FEATURES, "pretraining_loss")
+    if (masked_lm_weight_sum is None) != (global_batch_size is None):
+        raise ValueError("pretraining_loss: give both masked_lm_weight_sum and global_batch_size, or neither")
+    weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
+    mlm_example_loss = _label_log_prob(outputs["mlm_log_probs"], features["masked_lm_ids"])
+    nsp_example_loss = _label_log_prob(outputs["nsp_log_probs"], features["next_sentence_labels"])
+    if masked_lm_weight_sum is None:
+        masked_lm_weight_sum = tf.reduce_sum(weights)
+        nsp_loss = tf.reduce_mean(nsp_example_loss)
+    else:
+        nsp_loss = tf.reduce_sum(nsp_example_loss) / tf.cast(global_batch_size, tf.float32)
+    mlm_loss = tf.reduce_sum(weights * mlm_example_loss) / (
+        tf.cast(masked_lm_weight_sum, tf.float32) + _MLM_DENOMINATOR_EPSILON
+    )
+    return {
+        "total_loss": mlm_loss + nsp_loss,
+        "masked_lm_loss": mlm_loss,
+        "next_sentence_loss": nsp_loss,
+        "masked_lm_example_loss": mlm_example_loss,
+        "next_sentence_example_loss": nsp_example_loss,
+    }
