@@ -13,7 +13,11 @@ MASK_ADDER = -10000.0
 
 
 def attention_mask_adder(input_mask):
-    """Turns `input_mask` int [B, S] (1 = real token) into float32 [B, 1, 1, S] to add to scores."""
+    """Turns `input_mask` int [B, S] (1 = real token) into float32 [B, 1, 1, S] to add to scores.
+
+    Built from the integer mask inside each attention layer, so that Keras' autocasting of
+    float arguments never rounds it to bfloat16/float16.
+    """
     mask = tf.cast(input_mask, tf.float32)
     return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * MASK_ADDER
 
@@ -65,10 +69,10 @@ class SelfAttention(keras.layers.Layer):
         )
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def call(self, hidden_states, mask_adder, training=False):
+    def call(self, hidden_states, input_mask, training=False):
         """Args:
           hidden_states: [B, S, H].
-          mask_adder: float32 [B, 1, 1, S] from `attention_mask_adder`.
+          input_mask: int [B, S], 1 for real tokens, 0 for padding (keys never attended to).
         Returns:
           The per-head contexts concatenated: [B, S, H] in the compute dtype.
         """
@@ -77,7 +81,7 @@ class SelfAttention(keras.layers.Layer):
         value = self._split_heads(self.value(hidden_states))
         scores = tf.matmul(query, key, transpose_b=True)
         scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.attention_head_size))
-        probs = tf.nn.softmax(scores + mask_adder, axis=-1)
+        probs = tf.nn.softmax(scores + attention_mask_adder(input_mask), axis=-1)
         probs = self.dropout(probs, training=training)
         context = tf.matmul(tf.cast(probs, value.dtype), value)  # [B, A, S, d]
         context = tf.transpose(context, [0, 2, 1, 3])

@@ -66,12 +66,12 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden)
         self.built = True
 
-    def call(self, hidden_states, mask_adder, training=False):
-        """Args: `hidden_states` [B, S, H]; `mask_adder` float32 [B, 1, 1, S].
+    def call(self, hidden_states, input_mask, training=False):
+        """Args: `hidden_states` [B, S, H]; `input_mask` int [B, S], 1 for real tokens.
 
         Returns [B, S, H] in the compute dtype.
         """
-        attention = self.self_attention(hidden_states, mask_adder, training=training)
+        attention = self.self_attention(hidden_states, input_mask, training=training)
         attention = self.dropout(self.attention_output(attention), training=training)
         attention = self.attention_layer_norm(
             tf.cast(attention, tf.float32) + tf.cast(hidden_states, tf.float32)

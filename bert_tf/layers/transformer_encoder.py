@@ -2,7 +2,6 @@
 
 import keras
 
-from bert_tf.layers.attention import attention_mask_adder
 from bert_tf.layers.transformer import TransformerBlock
 
 
@@ -52,10 +51,9 @@ class TransformerEncoder(keras.layers.Layer):
 
         Returns a list of L tensors [B, S, H], one per block.
         """
-        mask_adder = attention_mask_adder(input_mask)
         outputs = []
         for block in self.blocks:
-            hidden_states = block(hidden_states, mask_adder, training=training)
+            hidden_states = block(hidden_states, input_mask, training=training)
             outputs.append(hidden_states)
         return outputs
 

@@ -1,0 +1,30 @@
+"""Shared test fixtures: the golden outputs of the original code in ../shared, tiny configs."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
+GOLDEN_DIR = SHARED_DIR / "golden"
+
+
+def golden_path(*parts):
+    """A file of ../shared/golden, or skip the test saying why when it is absent."""
+    path = GOLDEN_DIR.joinpath(*parts)
+    if not path.exists() and not Path(str(path) + ".index").exists():
+        pytest.skip(f"golden fixture {path} is absent (../shared/golden comes with CI, not with a clone)")
+    return path
+
+
+def tiny_config_dict(**overrides):
+    config = dict(
+        vocab_size=37, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=24, hidden_act="gelu", hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1, max_position_embeddings=20, type_vocab_size=2,
+        initializer_range=0.02,
+    )
+    config.update(overrides)
+    return config

@@ -1,0 +1,163 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.layers import (
+    BertEmbeddings, Pooler, SelfAttention, TransformerBlock, TransformerEncoder,
+    gelu, get_activation,
+)
+
+H, A, I = 16, 4, 24
+
+
+def _random(shape, seed=0):
+    return tf.constant(np.random.RandomState(seed).normal(size=shape).astype(np.float32))
+
+
+def test_gelu_is_the_tanh_approximation():
+    x = np.linspace(-6, 6, 101).astype(np.float32)
+    expected = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(gelu(tf.constant(x)).numpy(), expected, atol=1e-6)
+    # The erf form differs from the tanh form by up to ~5e-4: make sure we are not it.
+    erf_form = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    assert np.abs(gelu(tf.constant(x)).numpy() - erf_form).max() > 1e-4
+
+
+def test_activations_by_name():
+    x = tf.constant([-2.0, 0.5])
+    np.testing.assert_allclose(get_activation("relu")(x).numpy(), [0.0, 0.5])
+    np.testing.assert_allclose(get_activation("tanh")(x).numpy(), np.tanh([-2.0, 0.5]), rtol=1e-6)
+    np.testing.assert_allclose(get_activation("linear")(x).numpy(), [-2.0, 0.5])
+    with pytest.raises(ValueError, match="hidden_act must be one of gelu, relu, tanh, linear, got 'swish'"):
+        get_activation("swish")
+
+
+def _layers():
+    return [
+        BertEmbeddings(37, H, 2, 20, 0.1, 0.02),
+        SelfAttention(H, A, 0.1, 0.02),
+        TransformerBlock(H, A, I, "relu", 0.1, 0.1, 0.02),
+        TransformerEncoder(2, H, A, I, "tanh", 0.1, 0.1, 0.02),
+        Pooler(H, 0.02),
+    ]
+
+
+@pytest.mark.parametrize("layer", _layers(), ids=lambda layer: type(layer).__name__)
+def test_get_config_round_trip(layer):
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+    layer.build()
+    clone.build()
+    assert [tuple(w.shape) for w in clone.weights] == [tuple(w.shape) for w in layer.weights]
+
+
+def test_embeddings_sum_and_dropout():
+    layer = BertEmbeddings(37, H, 2, 20, hidden_dropout_prob=0.5, initializer_range=0.02)
+    layer.build()
+    ids = tf.constant([[3, 5, 7]])
+    segments = tf.constant([[0, 1, 1]])
+    out = layer(ids, segments).numpy()
+    x = (
+        tf.gather(layer.word_embeddings, ids) + tf.gather(layer.token_type_embeddings, segments)
+        + layer.position_embeddings[:3]
+    ).numpy()
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    np.testing.assert_allclose(out, (x - mean) / np.sqrt(var + 1e-12), atol=1e-5)
+    np.testing.assert_array_equal(layer(ids, segments).numpy(), out)  # inference: no dropout
+    assert not np.allclose(layer(ids, segments, training=True).numpy(), out)
+
+
+def test_embeddings_reject_sequences_longer_than_max_position():
+    layer = BertEmbeddings(37, H, 2, 4, 0.0, 0.02)
+    with pytest.raises(ValueError, match="sequence length 5 is larger than max_position_embeddings \\(4\\)"):
+        layer(tf.zeros([1, 5], tf.int32), tf.zeros([1, 5], tf.int32))
+
+
+def _numpy_attention(layer, x, mask):
+    """Reference: head h uses columns h*d..(h+1)*d of the [H, H] query/key/value kernels."""
+    d = H // A
+    q, k, v = (x @ dense.kernel.numpy() + dense.bias.numpy() for dense in (layer.query, layer.key, layer.value))
+    out = np.zeros_like(x)
+    for h in range(A):
+        cols = slice(h * d, (h + 1) * d)
+        scores = q[..., cols] @ np.swapaxes(k[..., cols], 1, 2) / math.sqrt(d)
+        scores = scores + (1.0 - mask[:, None, :]) * -10000.0
+        probs = np.exp(scores - scores.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        out[..., cols] = probs @ v[..., cols]
+    return out
+
+
+def test_attention_heads_are_contiguous_column_slices():
+    layer = SelfAttention(H, A, 0.0, 0.5)
+    layer.build()
+    for dense in (layer.query, layer.key, layer.value):
+        assert tuple(dense.kernel.shape) == (H, H)
+    x = _random([2, 5, H])
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
+    out = layer(x, tf.constant(mask, tf.int32)).numpy()
+    np.testing.assert_allclose(out, _numpy_attention(layer, x.numpy(), mask), atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SelfAttention(H, A, 0.1, 0.2),
+    lambda: TransformerBlock(H, A, I, "gelu", 0.1, 0.1, 0.2),
+], ids=["attention", "block"])
+def test_padding_does_not_change_real_positions(make):
+    layer = make()
+    layer.build()
+    mask = np.array([[1, 1, 1, 0, 0, 0]], np.float32)
+    x = _random([1, 6, H], seed=1).numpy()
+    y = x.copy()
+    y[:, 3:] = _random([1, 3, H], seed=2).numpy() * 10  # garbage at padded positions
+    out_x = layer(tf.constant(x), tf.constant(mask, tf.int32)).numpy()
+    out_y = layer(tf.constant(y), tf.constant(mask, tf.int32)).numpy()
+    np.testing.assert_allclose(out_x[:, :3], out_y[:, :3], atol=1e-6)
+    assert not np.allclose(out_x[:, 3:], out_y[:, 3:])
+
+
+def test_block_is_post_layer_norm_with_dropout_only_in_training():
+    block = TransformerBlock(H, A, I, "gelu", 0.3, 0.3, 0.2)
+    block.build()
+    x = _random([2, 4, H])
+    adder = tf.ones([2, 4], tf.int32)
+    out = block(x, adder).numpy()
+    # Post-LN: every output row is normalised (gamma 1, beta 0 at initialisation).
+    np.testing.assert_allclose(out.mean(-1), 0, atol=1e-5)
+    np.testing.assert_allclose(out.std(-1), 1, atol=1e-3)
+    np.testing.assert_array_equal(block(x, adder, training=False).numpy(), out)
+    assert not np.allclose(block(x, adder, training=True).numpy(), out)
+
+
+def test_encoder_returns_every_layer():
+    encoder = TransformerEncoder(3, H, A, I)
+    outputs = encoder(_random([2, 5, H]), tf.ones([2, 5], tf.int32))
+    assert len(outputs) == 3 and all(tuple(o.shape) == (2, 5, H) for o in outputs)
+    assert [b.name for b in encoder.blocks] == ["layer_0", "layer_1", "layer_2"]
+
+
+def test_pooler_uses_first_position():
+    pooler = Pooler(H, 0.2)
+    x = _random([2, 5, H]).numpy()
+    out = pooler(tf.constant(x)).numpy()
+    expected = np.tanh(x[:, 0] @ pooler.dense.kernel.numpy() + pooler.dense.bias.numpy())
+    np.testing.assert_allclose(out, expected, atol=1e-6)
+
+
+def test_layer_norm_and_softmax_stay_float32_under_mixed_precision():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        block = TransformerBlock(H, A, I)
+        block.build()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert block.attention_layer_norm.compute_dtype == "float32"
+    assert block.output_layer_norm.compute_dtype == "float32"
+    assert block.intermediate.compute_dtype == "bfloat16"
+    assert all(w.dtype == "float32" for w in block.weights)
+    out = block(_random([1, 3, H]), tf.ones([1, 3], tf.int32))
+    assert out.dtype == tf.bfloat16
