@@ -1,0 +1,204 @@
+"""The pretraining input pipeline: TFRecords of `create_pretraining_data.py` -> batches.
+
+As the original (REFERENCE.md §6): training shuffles the file list, reads files in parallel
+(interleave), shuffles records and repeats; eval reads the files in order, once, keeping only
+whole batches. Unlike the original, the interleave is deterministic and every shuffle is
+seeded, so the stream is reproducible and its position can be checkpointed and resumed.
+
+Batches are dicts of the feature names of `bert_tf.data.features`; int64 features are cast to
+int32 (what TPUs take; ids fit easily).
+"""
+
+import glob
+import os
+
+import tensorflow as tf
+
+from bert_tf.data.features import FEATURE_NAMES, feature_spec
+
+
+class InputError(ValueError):
+    """Input files that are missing, unreadable or not pretraining records of the expected shape."""
+
+
+def expand_input_patterns(input_file):
+    """Files matching `input_file`: a comma-separated list of file names or glob patterns.
+
+    Returns the files in the order given (each pattern's matches sorted). Raises InputError
+    naming the pattern that matches nothing.
+    """
+    if not input_file:
+        raise InputError("--input_file is empty: expected TFRecord files (glob or comma list)")
+    files = []
+    for pattern in input_file.split(","):
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = [m for m in matches if not tf.io.gfile.isdir(m)]
+        if not matches:
+            raise InputError(f"--input_file: no file matches {pattern!r}")
+        files.extend(matches)
+    if not files:
+        raise InputError(f"--input_file: no file matches {input_file!r}")
+    return files
+
+
+def check_records(input_files, max_seq_length, max_predictions_per_seq):
+    """Reads the first record of each file and checks it is a pretraining record of the flags'
+    shape. Raises InputError naming the file and what is wrong (not a TFRecord file, not a
+    tf.train.Example, a missing feature, or lengths that do not match the flags)."""
+    expected = {
+        "input_ids": max_seq_length,
+        "input_mask": max_seq_length,
+        "segment_ids": max_seq_length,
+        "masked_lm_positions": max_predictions_per_seq,
+        "masked_lm_ids": max_predictions_per_seq,
+        "masked_lm_weights": max_predictions_per_seq,
+        "next_sentence_labels": 1,
+    }
+    flag_of = {
+        "input_ids": "--max_seq_length",
+        "input_mask": "--max_seq_length",
+        "segment_ids": "--max_seq_length",
+        "masked_lm_positions": "--max_predictions_per_seq",
+        "masked_lm_ids": "--max_predictions_per_seq",
+        "masked_lm_weights": "--max_predictions_per_seq",
+        "next_sentence_labels": "next_sentence_labels",
+    }
+    for path in input_files:
+        try:
+            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+            raise InputError(f"{path}: not a readable TFRecord file ({_first_line(e)})") from None
+        except tf.errors.OpError as e:
+            raise InputError(f"{path}: cannot read ({_first_line(e)})") from None
+        if first is None:
+            raise InputError(f"{path}: holds no records")
+        example = tf.train.Example()
+        try:
+            example.ParseFromString(first.numpy())
+        except Exception:  # protobuf's DecodeError; its module path varies by implementation
+            raise InputError(f"{path}: the first record is not a tf.train.Example") from None
+        features = example.features.feature
+        missing = [name for name in FEATURE_NAMES if name not in features]
+        if missing:
+            raise InputError(
+                f"{path}: not a pretraining TFRecord of create_pretraining_data.py: missing "
+                f"feature(s) {', '.join(missing)}"
+            )
+        for name, length in expected.items():
+            feature = features[name]
+            kind = feature.WhichOneof("kind")
+            values = getattr(feature, kind).value if kind else []
+            want_kind = "float_list" if name == "masked_lm_weights" else "int64_list"
+            if kind != want_kind:
+                raise InputError(f"{path}: feature {name} is a {kind}, expected a {want_kind}")
+            if len(values) != length:
+                raise InputError(
+                    f"{path}: feature {name} has length {len(values)}, but {flag_of[name]} "
+                    f"implies {length}; the flags must match those of create_pretraining_data.py"
+                )
+
+
+def _first_line(error):
+    text = getattr(error, "message", None) or str(error)
+    return text.strip().splitlines()[0] if text.strip() else type(error).__name__
+
+
+def _parse_batch(serialized, spec):
+    parsed = tf.io.parse_example(serialized, spec)
+    return {
+        name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t for name, t in parsed.items()
+    }
+
+
+def make_dataset(
+    input_files,
+    max_seq_length,
+    max_predictions_per_seq,
+    batch_size,
+    is_training,
+    shuffle_buffer_size=100,
+    seed=None,
+    num_cpu_threads=4,
+    input_pipeline_id=0,
+    num_input_pipelines=1,
+):
+    """Builds the dataset of one input pipeline.
+
+    Args:
+      input_files: list of TFRecord files.
+      batch_size: the batch of one replica (this pipeline's share of the global batch).
+      is_training: training stream (shuffled, repeated) or eval stream (in order, once).
+      shuffle_buffer_size: records held by the record shuffle; 0 reads the files in the given
+        order, sequentially, without any shuffling.
+      seed: seeds every shuffle (all pipelines use the same seed, so their streams agree).
+      input_pipeline_id, num_input_pipelines: this pipeline among all hosts' pipelines; each
+        gets a disjoint part of the data.
+
+    Returns:
+      tf.data.Dataset of dicts {feature name: [batch_size, ...] tensor}, int64 cast to int32.
+    """
+    spec = feature_spec(max_seq_length, max_predictions_per_seq)
+    num_files = len(input_files)
+    shard_files = (
+        is_training and shuffle_buffer_size > 0 and num_input_pipelines > 1
+        and num_files >= num_input_pipelines
+    )
+    if is_training and shuffle_buffer_size > 0:
+        d = tf.data.Dataset.from_tensor_slices(tf.constant(input_files))
+        if shard_files:
+            d = d.shard(num_input_pipelines, input_pipeline_id)
+        d = d.repeat()
+        d = d.shuffle(buffer_size=max(num_files, 1), seed=seed)
+        cycle_length = max(1, min(num_cpu_threads, num_files))
+        d = d.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=cycle_length,
+            num_parallel_calls=cycle_length,
+            deterministic=True,
+        )
+        d = d.shuffle(buffer_size=shuffle_buffer_size, seed=seed)
+    else:
+        d = tf.data.TFRecordDataset(input_files)
+        if is_training:
+            d = d.repeat()
+    d = d.batch(batch_size, drop_remainder=True)
+    if num_input_pipelines > 1 and not shard_files:
+        # Every pipeline sees the same (seeded) stream; each keeps every n-th batch, so the
+        # global batch of step k is the same as on a single device.
+        d = d.shard(num_input_pipelines, input_pipeline_id)
+    d = d.map(lambda s: _parse_batch(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
+              deterministic=True)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
+def distributed_dataset(strategy, input_files, max_seq_length, max_predictions_per_seq,
+                        global_batch_size, is_training, shuffle_buffer_size=100, seed=None):
+    """The dataset split over `strategy`'s replicas: each replica gets `global_batch_size /
+    num_replicas` records per step; together they form the global batch."""
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size % replicas:
+        raise InputError(
+            f"batch size {global_batch_size} is not divisible by the {replicas} replicas of the "
+            "strategy: choose a multiple"
+        )
+
+    def dataset_fn(input_context):
+        return make_dataset(
+            input_files,
+            max_seq_length,
+            max_predictions_per_seq,
+            batch_size=input_context.get_per_replica_batch_size(global_batch_size),
+            is_training=is_training,
+            shuffle_buffer_size=shuffle_buffer_size,
+            seed=seed,
+            input_pipeline_id=input_context.input_pipeline_id,
+            num_input_pipelines=input_context.num_input_pipelines,
+        )
+
+    options = tf.distribute.InputOptions(experimental_fetch_to_device=False) if isinstance(
+        strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
+    ) else None
+    return strategy.distribute_datasets_from_function(dataset_fn, options)

@@ -1,0 +1,205 @@
+"""The original AdamWeightDecay optimizer, and the global-norm gradient clipping it is used with.
+
+For each trainable variable p (original checkpoint name `name`) with gradient g:
+
+    m = beta_1 * m + (1 - beta_1) * g
+    v = beta_2 * v + (1 - beta_2) * g**2          # no bias correction
+    u = m / (sqrt(v) + epsilon)
+    u += weight_decay_rate * p                    # unless a pattern of exclude_from_weight_decay
+    p -= lr * u                                   #   is found in `name` (re.search)
+
+The moments are the slots `adam_m` / `adam_v`, saved as `<name>/adam_m`, `<name>/adam_v`.
+Variables are addressed by their ORIGINAL names, so decay exclusion and checkpoint layout are
+decided by the same table (`bert_tf.checkpoints.original_variable_map`).
+
+The optimizer works under any tf.distribute strategy: `apply_gradients` is called in replica
+context with gradients that are already summed over replicas; the update itself runs once per
+variable copy through `strategy.extended.update`.
+"""
+
+import re
+
+import numpy as np
+import tensorflow as tf
+
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+def clip_by_global_norm(grads, clip_norm=1.0):
+    """Scales `grads` (list of tensors) so their joint L2 norm is at most `clip_norm`.
+
+    Returns (clipped_grads, global_norm_before_clipping). Same arithmetic as the original.
+    """
+    grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+    clipped, norm = tf.clip_by_global_norm(grads, clip_norm=clip_norm)
+    return clipped, norm
+
+
+class AdamWeightDecay(tf.Module):
+    """Adam without bias correction, with decoupled weight decay, as the original BERT.
+
+    Args:
+      weight_decay_rate: decay added to the update (0.01 in the original's pretraining).
+      beta_1, beta_2, epsilon: Adam constants (0.9, 0.999, 1e-6).
+      exclude_from_weight_decay: regular expressions; a variable whose original name matches
+        any of them (re.search) gets no weight decay.
+    """
+
+    # The slot names, as they appear in checkpoints (`<variable>/<slot>`). Another optimizer
+    # (e.g. LAMB) declares its own.
+    slot_names = ("adam_m", "adam_v")
+
+    def __init__(
+        self,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        name="AdamWeightDecay",
+    ):
+        super().__init__(name=name)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
+        self._names = None
+        self._variables = None
+        self._slots = None
+
+    # -- construction --------------------------------------------------------------------
+    def do_use_weight_decay(self, name):
+        """Whether the variable with original name `name` is decayed."""
+        if not self.weight_decay_rate:
+            return False
+        return not any(re.search(pattern, name) for pattern in self.exclude_from_weight_decay)
+
+    def build(self, named_variables):
+        """Creates the slots for `named_variables` ({original_name: variable}, in the order the
+        gradients will be given). Call inside `strategy.scope()` before the first step."""
+        if self._slots is not None:
+            raise RuntimeError("AdamWeightDecay.build() called twice")
+        self._names = list(named_variables)
+        self._variables = [_tf_variable(named_variables[n]) for n in self._names]
+        self._decay = [self.do_use_weight_decay(n) for n in self._names]
+        self._slots = {}
+        for slot in self.slot_names:
+            self._slots[slot] = [
+                tf.Variable(
+                    tf.zeros(var.shape, dtype=tf.float32),
+                    trainable=False,
+                    name=f"{_safe(name)}/{slot}",
+                )
+                for name, var in zip(self._names, self._variables)
+            ]
+
+    @property
+    def built(self):
+        return self._slots is not None
+
+    @property
+    def variable_names(self):
+        return list(self._names)
+
+    @property
+    def variables_to_train(self):
+        return list(self._variables)
+
+    def slot_variables(self):
+        """{slot_name: {original_name: tf.Variable}}."""
+        return {
+            slot: dict(zip(self._names, variables)) for slot, variables in self._slots.items()
+        }
+
+    # -- state for checkpoints -----------------------------------------------------------
+    def get_state(self):
+        """{slot_name: {original_name: np.ndarray}} (the values of the first replica)."""
+        return {
+            slot: {name: np.asarray(_read(var)) for name, var in zip(self._names, variables)}
+            for slot, variables in self._slots.items()
+        }
+
+    def set_state(self, state, source="checkpoint"):
+        """Assigns every slot from `state` ({slot_name: {original_name: array}}).
+
+        Raises ValueError naming the first missing or mis-shaped entry.
+        """
+        for slot, variables in self._slots.items():
+            values = state.get(slot, {})
+            for name, var in zip(self._names, variables):
+                if name not in values:
+                    raise ValueError(
+                        f"{source}: has no optimizer slot {name}/{slot}; it is not a training "
+                        f"checkpoint of {type(self).__name__} (to start from its weights only, "
+                        "pass it as --init_checkpoint with a fresh --output_dir)"
+                    )
+                value = np.asarray(values[name])
+                if tuple(value.shape) != tuple(var.shape):
+                    raise ValueError(
+                        f"{source}: {name}/{slot} has shape {tuple(value.shape)}, the model "
+                        f"expects {tuple(var.shape)}"
+                    )
+                var.assign(value.astype(np.float32))
+
+    # -- the update ----------------------------------------------------------------------
+    def apply_gradients(self, grads, learning_rate):
+        """Applies `grads` (one per variable of `build`, same order, already reduced over
+        replicas and clipped) with the float32 scalar `learning_rate`. Call in replica context
+        (inside `strategy.run`) or outside any strategy."""
+        if self._slots is None:
+            raise RuntimeError("AdamWeightDecay.build() must be called before apply_gradients")
+        if len(grads) != len(self._variables):
+            raise ValueError(f"expected {len(self._variables)} gradients, got {len(grads)}")
+        ctx = tf.distribute.get_replica_context()
+        if ctx is None:  # cross-replica context: apply directly
+            return self._apply_cross_replica(tf.distribute.get_strategy(), grads, learning_rate)
+        return ctx.merge_call(self._apply_cross_replica, args=(grads, learning_rate))
+
+    def _apply_cross_replica(self, strategy, grads, learning_rate):
+        m_slots, v_slots = self._slots["adam_m"], self._slots["adam_v"]
+        updates = []
+        for var, grad, m, v, decay in zip(self._variables, grads, m_slots, v_slots, self._decay):
+            if grad is None:
+                continue
+            updates.append(
+                strategy.extended.update(
+                    var,
+                    self._update_one,
+                    args=(grad, m, v, learning_rate),
+                    kwargs={"decay": decay},
+                    group=False,
+                )
+            )
+        return tf.group(updates)
+
+    def _update_one(self, param, grad, m, v, learning_rate, decay):
+        grad = tf.convert_to_tensor(grad)
+        next_m = tf.multiply(self.beta_1, m) + tf.multiply(1.0 - self.beta_1, grad)
+        next_v = tf.multiply(self.beta_2, v) + tf.multiply(1.0 - self.beta_2, tf.square(grad))
+        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        if decay:
+            update += self.weight_decay_rate * param
+        next_param = param - learning_rate * update
+        return tf.group(param.assign(next_param), m.assign(next_m), v.assign(next_v))
+
+
+def _tf_variable(var):
+    # A Keras 3 variable wraps a tf.Variable (a distributed one under a strategy); the update
+    # goes through `strategy.extended.update`, which needs the tf.Variable itself.
+    if isinstance(var, tf.Variable):
+        return var
+    inner = getattr(var, "value", None)
+    if isinstance(inner, tf.Variable):
+        return inner
+    raise TypeError(f"not a variable: {var!r}")
+
+
+def _read(var):
+    value = var.read_value() if hasattr(var, "read_value") else var.value
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+def _safe(name):
+    # tf.Variable names may not contain some characters an original name could hold.
+    return re.sub(r"[^A-Za-z0-9_./-]", "_", name)
