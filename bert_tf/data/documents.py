@@ -12,6 +12,8 @@ Documents are stored as a `Corpus`: one flat id array plus sentence and document
 """
 
 import array
+import glob
+import os
 
 
 
@@ -86,24 +88,32 @@ class Corpus:
     return corpus.finish()
 
 
+def _glob(pattern):
+  if "://" in pattern:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote file systems only)
+
+    return tf.io.gfile.glob(pattern)
+  # Like tf.io.gfile.glob, which the original uses: directory order (not sorted), wildcards
+  # also match a leading dot, a pattern without wildcards matches itself if it exists.
+  return glob.glob(pattern, include_hidden=True)
+
+
 def glob_input_files(input_file):
   """Expands the `--input_file` flag (comma list of files or globs) in the original's order.
 
   Raises:
     DataError: when the flag is empty or a pattern matches no file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (same glob as the original)
-
   patterns = [p for p in (input_file or "").split(",") if p.strip()]
   if not patterns:
     raise DataError("--input_file is empty; expected a file, a glob or a comma list of them")
   files = []
   for pattern in patterns:
-    matches = tf.io.gfile.glob(pattern)
+    matches = _glob(pattern)
     if not matches:
       raise DataError(f"--input_file: {pattern!r} matches no file")
     for path in matches:
-      if tf.io.gfile.isdir(path):
+      if "://" not in path and os.path.isdir(path):
         raise DataError(f"--input_file: {path!r} is a directory, expected a text file")
     files.extend(matches)
   return files
