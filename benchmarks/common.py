@@ -1,0 +1,57 @@
+"""What every benchmark measures the same way: the matmul peak and BERT's FLOP counts."""
+
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+BERT_BASE = dict(
+    vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+    intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
+    initializer_range=0.02,
+)
+
+
+def matmul_peak_gflops(dtype="float32", n=4096, seconds=3.0):
+    """Best GFLOP/s of an n x n x n matmul in `dtype`, through TensorFlow, over ~`seconds`."""
+    a = tf.random.normal([n, n], dtype=tf.float32)
+    b = tf.random.normal([n, n], dtype=tf.float32)
+    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)[:1, :1]))
+    matmul(a, b).numpy()
+    best, start = 0.0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        matmul(a, b).numpy()
+        best = max(best, 2.0 * n**3 / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def encoder_forward_flops(config, seq_length):
+    """Matmul FLOPs of one sequence through the encoder and pooler (forward only)."""
+    h, i, s = config["hidden_size"], config["intermediate_size"], seq_length
+    per_layer = 2 * s * h * h * 4 + 2 * s * s * h * 2 + 2 * s * h * i * 2
+    return config["num_hidden_layers"] * per_layer + 2 * h * h
+
+
+def pretraining_forward_flops(config, seq_length, max_predictions_per_seq):
+    """Matmul FLOPs of one sequence through the encoder and both pretraining heads."""
+    h, v, p = config["hidden_size"], config["vocab_size"], max_predictions_per_seq
+    return encoder_forward_flops(config, seq_length) + p * (2 * h * h + 2 * h * v) + 2 * h * 2
+
+
+def pretraining_step_flops(config, seq_length, max_predictions_per_seq):
+    """A training step costs the forward pass and about twice it again for the gradients."""
+    return 3 * pretraining_forward_flops(config, seq_length, max_predictions_per_seq)
+
+
+def print_table(headers, rows):
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+    print(line(headers))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        print(line(row))
