@@ -174,31 +174,90 @@ def make_dataset(
     return d.prefetch(tf.data.AUTOTUNE)
 
 
-def distributed_dataset(strategy, input_files, max_seq_length, max_predictions_per_seq,
-                        global_batch_size, is_training, shuffle_buffer_size=100, seed=None):
-    """The dataset split over `strategy`'s replicas: each replica gets `global_batch_size /
-    num_replicas` records per step; together they form the global batch."""
-    replicas = strategy.num_replicas_in_sync
-    if global_batch_size % replicas:
-        raise InputError(
-            f"batch size {global_batch_size} is not divisible by the {replicas} replicas of the "
-            "strategy: choose a multiple"
-        )
+def _local_replicas(strategy):
+    if strategy.num_replicas_in_sync == 1:
+        return 1
+    return max(1, len(strategy.extended.worker_devices))
 
-    def dataset_fn(input_context):
-        return make_dataset(
-            input_files,
-            max_seq_length,
-            max_predictions_per_seq,
-            batch_size=input_context.get_per_replica_batch_size(global_batch_size),
-            is_training=is_training,
-            shuffle_buffer_size=shuffle_buffer_size,
-            seed=seed,
-            input_pipeline_id=input_context.input_pipeline_id,
-            num_input_pipelines=input_context.num_input_pipelines,
-        )
 
-    options = tf.distribute.InputOptions(experimental_fetch_to_device=False) if isinstance(
-        strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
-    ) else None
-    return strategy.distribute_datasets_from_function(dataset_fn, options)
+class InputStream:
+    """One worker's input, split into per-replica batches for `strategy.run`.
+
+    Under the default, one-device, mirrored and multi-worker strategies the worker reads a
+    plain tf.data iterator whose elements stack its local replicas' batches
+    ([num_local_replicas, per_replica_batch, ...]); `get_next()` (inside a tf.function) hands
+    replica r its slice through `experimental_distribute_values_from_function`. That iterator
+    is an ordinary tf.data iterator, so its exact position can be saved with
+    `tf.train.Checkpoint(iterator=stream.iterator)` (tf.distribute's own distributed
+    iterators cannot be checkpointed). Under TPUStrategy the input goes through
+    `distribute_datasets_from_function` (TPU infeed) and the position is not saved.
+
+    Replica r of the global step gets per-replica batch r of the stream, so the global batch
+    of step k is the same records whatever the number of replicas.
+
+    Args:
+      strategy: the tf.distribute strategy.
+      global_batch_size: records per step over all replicas.
+      worker_index, num_workers: this worker among all (each reads a disjoint part).
+      Other arguments as `make_dataset`.
+    """
+
+    def __init__(self, strategy, input_files, max_seq_length, max_predictions_per_seq,
+                 global_batch_size, is_training, shuffle_buffer_size=100, seed=None,
+                 worker_index=0, num_workers=1, max_batches=None):
+        replicas = strategy.num_replicas_in_sync
+        if global_batch_size % replicas:
+            raise InputError(
+                f"batch size {global_batch_size} is not divisible by the {replicas} replicas "
+                "of the strategy: choose a multiple"
+            )
+        self.strategy = strategy
+        self.per_replica_batch_size = global_batch_size // replicas
+        kwargs = dict(
+            input_files=input_files, max_seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq,
+            batch_size=self.per_replica_batch_size, is_training=is_training,
+            shuffle_buffer_size=shuffle_buffer_size, seed=seed,
+        )
+        self.uses_infeed = isinstance(strategy, tf.distribute.TPUStrategy)
+        if self.uses_infeed:
+            def dataset_fn(input_context):
+                d = make_dataset(input_pipeline_id=input_context.input_pipeline_id,
+                                 num_input_pipelines=input_context.num_input_pipelines, **kwargs)
+                return d.take(max_batches) if max_batches is not None else d
+            self.dataset = strategy.distribute_datasets_from_function(dataset_fn)
+            self.local_replicas = None
+        else:
+            self.local_replicas = _local_replicas(strategy)
+            if self.local_replicas * num_workers != replicas:
+                raise InputError(
+                    f"cannot split {replicas} replicas over {num_workers} worker(s) with "
+                    f"{self.local_replicas} local device(s) each"
+                )
+            d = make_dataset(input_pipeline_id=worker_index, num_input_pipelines=num_workers,
+                             **kwargs)
+            if self.local_replicas > 1:
+                d = d.batch(self.local_replicas, drop_remainder=True)
+            if max_batches is not None:
+                d = d.take(max_batches)
+            self.dataset = d.prefetch(1)
+        self.iterator = iter(self.dataset)
+
+    @property
+    def checkpointable(self):
+        return not self.uses_infeed
+
+    def get_next(self):
+        """The next global batch as per-replica values (call inside a tf.function)."""
+        element = next(self.iterator)
+        if self.uses_infeed or self.strategy.num_replicas_in_sync == 1:
+            return element
+        local = self.local_replicas
+        if local == 1:  # one replica on this worker: the element is its batch
+            return self.strategy.experimental_distribute_values_from_function(lambda _: element)
+
+        def value_fn(ctx):
+            index = ctx.replica_id_in_sync_group % local
+            return {k: v[index] for k, v in element.items()}
+
+        return self.strategy.experimental_distribute_values_from_function(value_fn)

@@ -146,8 +146,6 @@ class Pretrainer:
         # Dropout RNG states: saved beside checkpoints so a resumed run draws the same masks.
         named = {id(v) for v in self.model.weights}
         self.rng_states = [v for v in self.model.variables if id(v) not in named]
-        self._train_function = None
-        self._eval_function = None
         self._summary_writers = {}
 
     # -- steps ---------------------------------------------------------------------------
@@ -192,8 +190,10 @@ class Pretrainer:
             "grad_norm": grad_norm,
         }
 
-    def make_train_function(self):
-        """tf.function(iterator, num_steps) running `num_steps` steps; returns a dict of
+    def make_train_function(self, stream):
+        """tf.function(num_steps) running `num_steps` steps on batches of `stream` (an
+        `input_pipeline.InputStream`, or any object whose `get_next()` returns a global batch
+        as per-replica values); returns a dict of
         float32 [num_steps] arrays: total_loss, masked_lm_loss, next_sentence_loss (global
         batch), learning_rate, grad_norm."""
         strategy = self.strategy
@@ -201,10 +201,10 @@ class Pretrainer:
         sum_keys = ("total_loss", "masked_lm_loss", "next_sentence_loss")
 
         @tf.function
-        def train_steps(iterator, num_steps):
+        def train_steps(num_steps):
             arrays = tuple(tf.TensorArray(tf.float32, size=num_steps) for _ in keys)
             for i in tf.range(num_steps):
-                per_replica = strategy.run(self._replica_train_step, args=(next(iterator),))
+                per_replica = strategy.run(self._replica_train_step, args=(stream.get_next(),))
                 values = []
                 for k in keys:
                     if k in sum_keys:
@@ -226,12 +226,14 @@ class Pretrainer:
         )
         return metrics.batch_sums(outputs, features, losses)
 
-    def make_eval_function(self):
+    def make_eval_function(self, stream):
+        """tf.function() evaluating the next batch of `stream`; returns the summed
+        `metrics.batch_sums` over replicas. Raises OutOfRangeError at the end of the data."""
         strategy = self.strategy
 
         @tf.function
-        def eval_step(features):
-            per_replica = strategy.run(self._replica_eval_step, args=(features,))
+        def eval_step():
+            per_replica = strategy.run(self._replica_eval_step, args=(stream.get_next(),))
             return {
                 k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
                 for k, v in per_replica.items()
@@ -239,12 +241,22 @@ class Pretrainer:
 
         return eval_step
 
+    def _min_batches_over_workers(self, stream):
+        local = int(stream.dataset.reduce(np.int64(0), lambda count, _: count + 1).numpy())
+        total = self.strategy.reduce(
+            tf.distribute.ReduceOp.SUM,
+            self.strategy.run(lambda: tf.constant(float(local))), axis=None,
+        )
+        total_batches = int(round(float(total) / max(1, stream.local_replicas or 1)))
+        # Batches are dealt round-robin, so the worker with fewest has floor(total / workers).
+        return total_batches // self.num_workers
+
     # -- checkpoints ---------------------------------------------------------------------
     def _input_state_prefix(self, prefix):
         return f"{prefix}.input-{self.worker_index}-of-{self.num_workers}"
 
-    def _input_checkpoint(self, iterator):
-        kwargs = {"iterator": iterator}
+    def _input_checkpoint(self, stream):
+        kwargs = {"iterator": stream.iterator}
         if self.rng_states:
             kwargs["rng_states"] = [v.value if hasattr(v, "value") else v for v in self.rng_states]
         return tf.train.Checkpoint(**kwargs)
@@ -316,7 +328,11 @@ class Pretrainer:
                          report.prefix)
         return None
 
-    def _restore_input_state(self, prefix, iterator):
+    def _restore_input_state(self, prefix, stream):
+        if not stream.checkpointable:
+            logging.warning("The input position is not restored under %s: the input stream "
+                            "starts afresh", type(self.strategy).__name__)
+            return False
         state = self._input_state_prefix(prefix)
         if not tf.io.gfile.exists(state + ".index"):
             others = tf.io.gfile.glob(f"{prefix}.input-*.index")
@@ -328,7 +344,7 @@ class Pretrainer:
             )
             return False
         try:
-            self._input_checkpoint(iterator).read(state).assert_existing_objects_matched()
+            self._input_checkpoint(stream).read(state).assert_existing_objects_matched()
         except (tf.errors.OpError, AssertionError, ValueError) as e:
             raise PretrainingError(
                 f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
@@ -348,14 +364,14 @@ class Pretrainer:
                 )
             sync()
 
-    def save(self, iterator=None):
+    def save(self, stream=None):
         """Writes output_dir/model.ckpt-<global_step>: the input state file first (every
         worker), then (chief) the model checkpoint, which also makes it the latest; then prunes
         to keep_checkpoint_max. Returns the prefix."""
         step = int(self.global_step.numpy())
         prefix = os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-{step}")
-        if iterator is not None:
-            self._input_checkpoint(iterator).write(self._input_state_prefix(prefix))
+        if stream is not None and stream.checkpointable:
+            self._input_checkpoint(stream).write(self._input_state_prefix(prefix))
         self._barrier()
         if self.is_chief:
             checkpoints.save_original_checkpoint(
@@ -405,22 +421,20 @@ class Pretrainer:
         """
         opts = self.options
         resumed = self.restore()
-        dataset = input_pipeline.distributed_dataset(
+        stream = input_pipeline.InputStream(
             self.strategy, opts.input_files, opts.max_seq_length, opts.max_predictions_per_seq,
             opts.train_batch_size, is_training=True, shuffle_buffer_size=opts.shuffle_buffer_size,
-            seed=opts.seed,
+            seed=opts.seed, worker_index=self.worker_index, num_workers=self.num_workers,
         )
-        iterator = iter(dataset)
         if resumed:
-            self._restore_input_state(resumed, iterator)
+            self._restore_input_state(resumed, stream)
         step = int(self.global_step.numpy())
         last_checkpoint = resumed
         if step >= opts.num_train_steps:
             logging.info("global_step %d >= num_train_steps %d: nothing to train", step,
                          opts.num_train_steps)
             return last_checkpoint
-        if self._train_function is None:
-            self._train_function = self.make_train_function()
+        train_function = self.make_train_function(stream)
         logging.info(
             "***** Running training *****  steps %d -> %d, global batch %d over %d replica(s)",
             step, opts.num_train_steps, opts.train_batch_size, self.strategy.num_replicas_in_sync,
@@ -432,7 +446,7 @@ class Pretrainer:
             num_steps = min(opts.iterations_per_loop, next_save - step, opts.num_train_steps - step)
             loop_start = time.time()
             try:
-                values = self._train_function(iterator, tf.constant(num_steps, tf.int32))
+                values = train_function(tf.constant(num_steps, tf.int32))
             except tf.errors.DataLossError as e:
                 raise InputError(
                     f"corrupted record in the input files ({', '.join(opts.input_files[:3])}"
@@ -451,7 +465,7 @@ class Pretrainer:
                 for i in range(num_steps):
                     step_callback(first + i, {k: float(v[i]) for k, v in values.items()})
             if step % opts.save_checkpoints_steps == 0 or step == opts.num_train_steps:
-                last_checkpoint = self.save(iterator)
+                last_checkpoint = self.save(stream)
         if writer is not None:
             writer.flush()
         return last_checkpoint
@@ -490,21 +504,26 @@ class Pretrainer:
         reading the input files in order once. Writes output_dir/eval_results.txt (chief) and
         returns the results dict."""
         opts = self.options
-        dataset = input_pipeline.distributed_dataset(
+        stream = input_pipeline.InputStream(
             self.strategy, opts.input_files, opts.max_seq_length, opts.max_predictions_per_seq,
-            opts.eval_batch_size, is_training=False,
+            opts.eval_batch_size, is_training=False, worker_index=self.worker_index,
+            num_workers=self.num_workers, max_batches=opts.max_eval_steps,
         )
-        if self._eval_function is None:
-            self._eval_function = self.make_eval_function()
+        eval_function = self.make_eval_function(stream)
+        limit = opts.max_eval_steps
+        if self.num_workers > 1:
+            # Every worker must run the same number of steps (they meet in all-reduces).
+            limit = min(limit, self._min_batches_over_workers(stream))
         logging.info("***** Running evaluation *****  batch %d, at most %d batches",
                      opts.eval_batch_size, opts.max_eval_steps)
         sums = {k: 0.0 for k in metrics.SUM_KEYS}
         num_batches = 0
         try:
-            for features in dataset:
-                if num_batches >= opts.max_eval_steps:
+            while num_batches < limit:
+                try:
+                    batch = eval_function()
+                except tf.errors.OutOfRangeError:
                     break
-                batch = self._eval_function(features)
                 for k, v in batch.items():
                     sums[k] += float(v.numpy())
                 num_batches += 1

@@ -1,0 +1,173 @@
+"""Shared helpers of the training tests: tiny configs, synthetic pretraining records, and a
+subprocess driver (strategies need the CPU split into logical devices before TensorFlow starts,
+which must not leak into other tests of the same pytest process)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+GOLDEN_TRAIN = SHARED / "golden" / "train"
+
+TINY_CONFIG = {
+    "vocab_size": 97,
+    "hidden_size": 16,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 32,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 32,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+}
+
+
+def write_config(path, **overrides):
+    config = dict(TINY_CONFIG, **overrides)
+    Path(path).write_text(json.dumps(config))
+    return str(path)
+
+
+def write_records(path, num_records, max_seq_length=16, max_predictions_per_seq=3,
+                  vocab_size=97, seed=0):
+    """Random but well-formed pretraining records (tf.train.Example) at `path`."""
+    import tensorflow as tf
+
+    rng = np.random.RandomState(seed)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(num_records):
+            length = rng.randint(6, max_seq_length + 1)
+            ids = np.zeros(max_seq_length, np.int64)
+            ids[:length] = rng.randint(5, vocab_size, size=length)
+            mask = np.zeros(max_seq_length, np.int64)
+            mask[:length] = 1
+            segments = np.zeros(max_seq_length, np.int64)
+            segments[length // 2:length] = 1
+            k = rng.randint(1, max_predictions_per_seq + 1)
+            positions = np.zeros(max_predictions_per_seq, np.int64)
+            positions[:k] = np.sort(rng.choice(np.arange(1, length), size=k, replace=False))
+            labels = np.zeros(max_predictions_per_seq, np.int64)
+            labels[:k] = rng.randint(5, vocab_size, size=k)
+            weights = np.zeros(max_predictions_per_seq, np.float32)
+            weights[:k] = 1.0
+
+            def ints(values):
+                return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+            feature = {
+                "input_ids": ints(ids),
+                "input_mask": ints(mask),
+                "segment_ids": ints(segments),
+                "masked_lm_positions": ints(positions),
+                "masked_lm_ids": ints(labels),
+                "masked_lm_weights": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=list(weights))),
+                "next_sentence_labels": ints([rng.randint(0, 2)]),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    return str(path)
+
+
+def tiny_options(tmp_path, output_dir, **overrides):
+    """Driver arguments of a small run on synthetic data."""
+    data = tmp_path / "data.tfrecord"
+    if not data.exists():
+        write_records(data, 64)
+    args = {
+        "bert_config_file": str(tmp_path / "bert_config.json"),
+        "input_files": [str(data)],
+        "output_dir": str(output_dir),
+        "max_seq_length": 16,
+        "max_predictions_per_seq": 3,
+        "train_batch_size": 4,
+        "eval_batch_size": 4,
+        "learning_rate": 1e-3,
+        "num_warmup_steps": 2,
+        "num_train_steps": 6,
+        "save_checkpoints_steps": 3,
+        "iterations_per_loop": 2,
+        "shuffle_buffer_size": 10,
+        "seed": 7,
+    }
+    if not Path(args["bert_config_file"]).exists():
+        write_config(args["bert_config_file"])
+    args.update(overrides)
+    return args
+
+
+# Runs bert_tf.training.loop.run in a fresh process; argv[1] is a JSON dict of
+# PretrainingOptions plus "bert_config_file", "strategy", "cpus", "do_train", "do_eval".
+DRIVER = r"""
+import json, os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+args = json.loads(sys.argv[1])
+import tensorflow as tf
+cpus = args.pop("cpus", 1)
+if cpus > 1:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * cpus)
+from bert_tf.config import BertConfig
+from bert_tf.checkpoints import original_variable_map
+from bert_tf.training import input_pipeline
+from bert_tf.training.loop import Pretrainer, PretrainingOptions
+from bert_tf.training.strategy import create_strategy
+import numpy as np
+strategy = create_strategy(args.pop("strategy", "default"))
+do_train, do_eval = args.pop("do_train", True), args.pop("do_eval", False)
+dump = args.pop("dump_weights", None)
+config = BertConfig.from_json_file(args.pop("bert_config_file"))
+options = PretrainingOptions(**args)
+input_pipeline.check_records(options.input_files, options.max_seq_length,
+                             options.max_predictions_per_seq)
+trainer = Pretrainer(config, options, strategy)
+history = []
+if do_train:
+    checkpoint = trainer.train(step_callback=lambda s, v: history.append([s, v]))
+else:
+    checkpoint = trainer.restore(weights_only=True)
+results = trainer.evaluate() if do_eval else None
+if dump:
+    np.savez(dump, **{n.replace("/", "|"): v.numpy()
+                      for n, v in original_variable_map(trainer.model).items()})
+print("RESULT " + json.dumps({"checkpoint": checkpoint, "history": history,
+                              "results": {k: float(v) for k, v in (results or {}).items()}}),
+      flush=True)
+"""
+
+
+def env(extra=None):
+    out = dict(os.environ)
+    out["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    out.pop("TF_CONFIG", None)
+    out["PYTHONPATH"] = str(REPO) + os.pathsep + out.get("PYTHONPATH", "")
+    out.update(extra or {})
+    return out
+
+
+def run_driver(args, timeout=300, extra_env=None):
+    """Runs DRIVER with `args`; returns the parsed RESULT dict (fails with the output)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(args)], capture_output=True, text=True,
+        timeout=timeout, env=env(extra_env), cwd=str(REPO),
+    )
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, (
+        f"driver failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    )
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def read_checkpoint(prefix):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
