@@ -1,0 +1,477 @@
+"""A fast WordPiece tokenizer on tensorflow-text, with exactly `FullTokenizer`'s ids.
+
+`FastTokenizer(vocab_file, do_lower_case)` tokenizes batches in TensorFlow ops
+(`tokenize_to_ids`), and `FastTokenizer.module` (a `tf.Module`, `TokenizerModule`) holds the
+same computation for a `tf.function` or a SavedModel: texts tf.string [N] -> tf.RaggedTensor of
+int64 ids [N, None].
+
+How equality with the original is ensured (rather than trusting tensorflow-text's own BERT
+normalizer, whose Unicode tables, control/whitespace/punctuation/CJK definitions and case
+folding differ from Python's `str.lower` + `unicodedata` that the original uses):
+
+1. Everything the original does before WordPiece is, per character, a fixed mapping, with two
+   exceptions handled below. Cleaning (drop NUL, U+FFFD, Cc/Cf; whitespace -> space), spaces
+   around the original's CJK ranges, and, with do_lower_case, `str.lower`, NFD and dropping Mn,
+   and finally spaces around punctuation: we evaluate that chain with Python's own
+   `unicodedata` for every code point 0..U+10FFFF once, at construction, into a gather table
+   code point -> output code points. In the graph: UTF-8 decode, gather, UTF-8 encode, split on
+   spaces. The table is built by the very functions `bert_tf.tokenization` uses, so it cannot
+   disagree with them on any single character.
+2. The exceptions, both only with do_lower_case:
+   * Greek capital sigma: `str.lower` maps U+03A3 to final sigma U+03C2 or to U+03C3 depending
+     on the surrounding cased / case-ignorable characters of the word. The graph evaluates the
+     same rule (previous and next non-case-ignorable character, within the text, ignoring the
+     characters cleaning removes, CJK and whitespace as boundaries); the cased / case-ignorable
+     classes are read off Python's `str.lower` itself, by probing it per code point.
+   * NFD's canonical reordering: it can only change the output when two surviving (non-Mn)
+     characters with a non-zero combining class meet (a handful of Mc code points: musical
+     symbols, Hangul tone marks, ...). A text with two or more such characters is flagged:
+     `tokenize_to_ids` gives it to `FullTokenizer`; in the graph, `TokenizerModule.__call__`
+     raises (`tokenize_with_check` returns the flag instead).
+3. Undecodable bytes: `tokenize_to_ids` decodes bytes in Python exactly as the original
+   (UTF-8, errors ignored) before handing valid UTF-8 to TensorFlow; `str` with lone surrogates
+   (not encodable) goes to `FullTokenizer`. In the graph, TensorFlow's decoder drops the same
+   maximal invalid subsequences as Python's (checked by tests on fuzzed bytes).
+4. Words: split on spaces (after step 1 every separator is a space). A word longer than 200
+   code points becomes `[UNK]` (measured in code points, as the original; tensorflow-text's limit
+   is in bytes, so it is set high and never triggers). Each remaining word goes through
+   `FastWordpieceTokenizer(no_pretokenization=True)`, which is greedy longest-match-first with
+   `##` continuations and `[UNK]` for a word it cannot cover -- the original's algorithm.
+   Vocab entries the original can never emit ("" and a bare "##") are replaced by unmatchable
+   placeholders so tensorflow-text cannot use them either.
+
+The tables depend on the Python `unicodedata` version (`unicodedata.unidata_version`) of the
+process that builds them; a SavedModel keeps the tables it was built with.
+"""
+
+import concurrent.futures
+import functools
+import os
+import unicodedata
+
+import numpy as np
+
+from bert_tf import tokenization
+
+MAX_CODE_POINT = 0x10FFFF
+# Index of an extra table row for "U+03A3 in final position" (outputs U+03C2).
+_FINAL_SIGMA_INDEX = MAX_CODE_POINT + 1
+_CAPITAL_SIGMA = 0x3A3
+
+# Character classes for the final-sigma rule.
+_REMOVED, _IGNORABLE, _CASED, _OTHER = 0, 1, 2, 3
+
+_BATCH_TEXTS = 2048
+
+
+def _import_tf():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    return tf, tf_text
+
+
+def _map_char(cp, do_lower_case):
+    """What the original's pre-WordPiece steps turn code point `cp` into (no context).
+
+    Returns a str whose words, split on spaces, are exactly the original's pieces.
+    """
+    char = chr(cp)
+    if cp == 0 or cp == 0xFFFD or tokenization._is_control(char):
+        return ""
+    if tokenization._is_whitespace(char) or char.isspace():
+        return " "
+    out = char
+    if do_lower_case:
+        out = unicodedata.normalize("NFD", out.lower())
+        out = "".join(c for c in out if unicodedata.category(c) != "Mn")
+    out = "".join(
+        " " if c.isspace() else (f" {c} " if tokenization._is_punctuation(c) else c) for c in out)
+    if tokenization._is_chinese_char(cp):
+        out = f" {out} "
+    return out
+
+
+def _case_class(cp):
+    """Class of `cp` for Python's final-sigma rule, read off `str.lower` itself."""
+    char = chr(cp)
+    # "x" + SIGMA ends in final sigma iff x is cased and not case-ignorable; "A" + x + SIGMA iff
+    # x is case-ignorable or cased. Together they give the three classes the rule uses.
+    cased = ("%s\u03a3" % char).lower()[-1] == "\u03c2"
+    ignorable_or_cased = ("A%s\u03a3" % char).lower()[-1] == "\u03c2"
+    if cased:
+        return _CASED
+    if ignorable_or_cased:
+        return _IGNORABLE
+    return _OTHER
+
+
+@functools.lru_cache(maxsize=2)
+def build_char_tables(do_lower_case):
+    """Per-code-point tables (numpy) for the graph.
+
+    Returns dict with
+      out_start int32 [0x110001], out_len int32 [0x110001]: code point c maps to
+        out_flat[out_start[c] : out_start[c] + out_len[c]] (index 0x110000: final sigma);
+      out_flat int32 [M];
+      reorder int32 [0x110001]: 1 where the output holds a character NFD may reorder;
+      case_class int32 [0x110001]: final-sigma classes (only with do_lower_case);
+      always_spaced int32 [0x110001]: 1 for characters that are always a word on their own in
+        the output (the original's punctuation and CJK ranges).
+    """
+    size = MAX_CODE_POINT + 2
+    out_len = np.ones(size, np.int32)
+    out_start = np.arange(size, dtype=np.int32)
+    out_flat = np.arange(size, dtype=np.int32)
+    extra = []
+    reorder = np.zeros(size, np.int32)
+    always_spaced = np.zeros(size, np.int32)
+    cjk_unspaced = set()
+    case_class = np.full(size, _OTHER, np.int32)
+    category = unicodedata.category
+    for cp in range(MAX_CODE_POINT + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            out_len[cp] = 0  # never produced by UTF-8 decoding
+            continue
+        char = chr(cp)
+        cat = category(char)
+        if cat in ("Cn", "Co") and not tokenization._is_chinese_char(cp):
+            # Unassigned and private-use code points map to themselves and are neither cased
+            # nor case-ignorable (the tests check this against str.lower).
+            continue
+        mapped = _map_char(cp, do_lower_case)
+        if tokenization._is_punctuation(char) or tokenization._is_chinese_char(cp):
+            always_spaced[cp] = 1
+        if not tokenization._is_chinese_char(cp):
+            cjk_unspaced.update(ord(c) for c in mapped if tokenization._is_chinese_char(ord(c))
+                                and not tokenization._is_punctuation(c))
+        if do_lower_case:
+            if cp == 0 or cp == 0xFFFD or tokenization._is_control(char):
+                case_class[cp] = _REMOVED
+            elif (tokenization._is_whitespace(char) or char.isspace()
+                  or tokenization._is_chinese_char(cp)):
+                case_class[cp] = _OTHER  # a word boundary in the original
+            else:
+                case_class[cp] = _case_class(cp)
+            if any(unicodedata.combining(c) for c in mapped):
+                reorder[cp] = 1
+        if mapped == char:
+            continue
+        codes = [ord(c) for c in mapped]
+        if len(codes) == 1:
+            out_flat[cp] = codes[0]
+        else:
+            out_len[cp] = len(codes)
+            out_start[cp] = size + len(extra)
+            extra.extend(codes)
+    if do_lower_case:
+        out_flat[_FINAL_SIGMA_INDEX] = 0x3C2
+        case_class[_FINAL_SIGMA_INDEX] = _CASED
+    else:
+        out_len[_FINAL_SIGMA_INDEX] = 0
+    # A CJK character some other character turns into is not always surrounded by spaces.
+    always_spaced[sorted(cjk_unspaced)] = 0
+    out_flat = np.concatenate([out_flat, np.asarray(extra, np.int32)])
+    return {"out_start": out_start, "out_len": out_len, "out_flat": out_flat,
+            "reorder": reorder, "case_class": case_class, "always_spaced": always_spaced}
+
+
+@functools.lru_cache(maxsize=2)
+def e2e_unsafe_table(do_lower_case):
+    """int32 [0x110000]: 1 for code points at which tensorflow-text's end-to-end
+    FastWordpieceTokenizer may split or drop differently from a split on spaces.
+
+    Read off the installed tensorflow-text itself: "a" + c + "a" with the vocab
+    {[UNK], a, ##a} is one [UNK] iff it treats c as an ordinary word character. Characters the
+    original always surrounds with spaces (punctuation, its CJK ranges) are exempt: splitting
+    around a word of one character changes nothing.
+    """
+    tf, tf_text = _import_tf()
+    probe = tf_text.FastWordpieceTokenizer(
+        vocab=["[UNK]", "a", "##a"], suffix_indicator="##", token_out_type=tf.int32,
+        unknown_token="[UNK]", no_pretokenization=False)
+    cps = np.arange(MAX_CODE_POINT + 1)
+    cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
+    texts = np.char.add(np.char.add("a", np.vectorize(chr, otypes=[object])(cps).astype(str)), "a")
+    ids = probe.tokenize(np.char.encode(texts, "utf-8"))
+    lengths = ids.row_lengths().numpy()
+    first = tf.gather(ids.flat_values, ids.row_splits[:-1]).numpy()
+    ordinary = (lengths == 1) & (first == 0)
+    ordinary[cps == ord("a")] = True  # "aaa" is [a, ##a, ##a]: not split either
+    unsafe = np.zeros(MAX_CODE_POINT + 2, np.int32)
+    unsafe[cps[~ordinary]] = 1
+    tables = build_char_tables(do_lower_case)
+    unsafe[tables["always_spaced"] == 1] = 0
+    unsafe[ord(" ")] = 0  # the word separator of the normalized text
+    return unsafe
+
+
+def _char_flags(tables, e2e_unsafe):
+    """int32 [0x110001] per input code point: bit 0 (1) if an output character is in
+    `e2e_unsafe`, bit 1 (2) if NFD may reorder it (`tables["reorder"]`)."""
+    unsafe_out = np.concatenate([[0], np.cumsum(e2e_unsafe[tables["out_flat"]])])
+    start = tables["out_start"].astype(np.int64)
+    count = unsafe_out[start + tables["out_len"]] - unsafe_out[start]
+    return ((count > 0).astype(np.int32) | (tables["reorder"] << 1)).astype(np.int32)
+
+
+def _fast_wordpiece_vocab(vocab):
+    """The vocab as a list by id, with entries the original can never emit made unmatchable."""
+    tokens = [None] * len(vocab)
+    for token, index in vocab.items():
+        tokens[index] = token
+    for index, token in enumerate(tokens):
+        if token in ("", "##") or token is None:
+            # NUL never survives cleaning, so no word can contain this placeholder.
+            tokens[index] = f"\x00unreachable{index}"
+    return tokens
+
+
+def _make_module_class():
+    tf, tf_text = _import_tf()
+
+    class TokenizerModule(tf.Module):
+        """In-graph tokenizer: tf.string [N] -> tf.RaggedTensor int64 ids [N, None].
+
+        Holds its tables as constants, so a SavedModel of it (or of a model holding it) is
+        self-contained. `__call__` raises InvalidArgumentError on a text it cannot tokenize
+        exactly (see the module docstring: 2+ reorderable combining marks); use
+        `tokenize_with_check` to get a per-text flag instead.
+        """
+
+        def __init__(self, vocab, do_lower_case=True, unk_token=tokenization.UNK_TOKEN,
+                     max_input_chars_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD,
+                     name="bert_tokenizer"):
+            super().__init__(name=name)
+            tables = build_char_tables(bool(do_lower_case))
+            self.do_lower_case = bool(do_lower_case)
+            self.unk_token = unk_token
+            self.max_input_chars_per_word = int(max_input_chars_per_word)
+            self._out_start = tf.constant(tables["out_start"])
+            self._out_len = tf.constant(tables["out_len"])
+            self._out_flat = tf.constant(tables["out_flat"])
+            self._case_class = tf.constant(tables["case_class"])
+            self._flags = tf.constant(_char_flags(tables, e2e_unsafe_table(self.do_lower_case)))
+            self._wordpiece = tf_text.FastWordpieceTokenizer(
+                vocab=_fast_wordpiece_vocab(vocab), suffix_indicator="##",
+                max_bytes_per_word=4 * self.max_input_chars_per_word + 64,
+                token_out_type=tf.int64, unknown_token=unk_token, no_pretokenization=True)
+            # The same, splitting words itself (faster): used for texts where its splitting
+            # provably equals a split on spaces (see `e2e_unsafe_table`).
+            self._end_to_end = tf_text.FastWordpieceTokenizer(
+                vocab=_fast_wordpiece_vocab(vocab), suffix_indicator="##",
+                max_bytes_per_word=4 * self.max_input_chars_per_word + 64,
+                token_out_type=tf.int64, unknown_token=unk_token, no_pretokenization=False)
+
+        def _final_sigma(self, flat, row_splits):
+            """Replaces U+03A3 by the final-sigma table index where str.lower gives U+03C2.
+
+            flat: int32 code points of all texts [C]; row_splits: int64 [N + 1].
+            """
+            def row_of(positions):
+                return tf.searchsorted(row_splits, positions, side="right") - 1
+
+            def fix():
+                sigma_pos = tf.where(tf.equal(flat, _CAPITAL_SIGMA))[:, 0]
+                cls = tf.gather(self._case_class, flat)
+                stop = cls >= _CASED  # characters the rule does not skip
+                stop_pos = tf.where(stop)[:, 0]
+                n_stops = tf.size(stop_pos, out_type=tf.int64)
+                stops_upto = tf.cumsum(tf.cast(stop, tf.int64))  # inclusive count
+                k = tf.gather(stops_upto, sigma_pos)  # the sigma itself is the k-th stop
+                sigma_row = row_of(sigma_pos)
+                prev_pos = tf.gather(stop_pos, tf.maximum(k - 2, 0))
+                prev_cased = ((k >= 2) & tf.equal(row_of(prev_pos), sigma_row)
+                              & tf.equal(tf.gather(cls, prev_pos), _CASED))
+                next_pos = tf.gather(stop_pos, tf.minimum(k, tf.maximum(n_stops - 1, 0)))
+                next_cased = ((k < n_stops) & tf.equal(row_of(next_pos), sigma_row)
+                              & tf.equal(tf.gather(cls, next_pos), _CASED))
+                final = prev_cased & tf.logical_not(next_cased)
+                values = tf.where(final, _FINAL_SIGMA_INDEX, _CAPITAL_SIGMA)
+                return tf.tensor_scatter_nd_update(flat, sigma_pos[:, None], values)
+
+            return tf.cond(tf.reduce_any(tf.equal(flat, _CAPITAL_SIGMA)), fix, lambda: flat)
+
+        def _normalize(self, texts):
+            """texts [N] -> (normalized [N] tf.string whose space-separated words are the
+            original's pieces, needs_split_path bool [N], inexact bool [N])."""
+            texts = tf.convert_to_tensor(texts, tf.string)
+            n = tf.shape(texts, out_type=tf.int64)[0]
+            cps = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")
+            flat = cps.flat_values
+            row_splits = cps.row_splits
+            if self.do_lower_case:
+                flat = self._final_sigma(flat, row_splits)
+            lens = tf.gather(self._out_len, flat)
+            starts = tf.gather(self._out_start, flat)
+            pieces = tf.ragged.range(starts, starts + lens)
+            out = tf.gather(self._out_flat, pieces.flat_values)
+            out_ends = tf.concat([[0], tf.cumsum(tf.cast(lens, tf.int64))], 0)
+            out_rows = tf.RaggedTensor.from_row_splits(
+                out, tf.gather(out_ends, row_splits), validate=False)
+            normalized = tf.strings.unicode_encode(out_rows, "UTF-8")
+            # Rare characters: bit 1, some output character tensorflow-text's own word
+            # splitting treats differently; bit 2, NFD may reorder it (see module docstring).
+            flags = tf.gather(self._flags, flat)
+            flagged = tf.where(flags > 0)[:, 0]
+            flagged_rows = tf.searchsorted(row_splits, flagged, side="right") - 1
+            flagged_values = tf.gather(flags, flagged)
+            e2e_unsafe = tf.math.unsorted_segment_max(
+                tf.bitwise.bitwise_and(flagged_values, 1), flagged_rows, n) > 0
+            inexact = tf.math.unsorted_segment_sum(
+                tf.bitwise.right_shift(flagged_values, 1), flagged_rows, n) >= 2
+            # Texts tensorflow-text's own word splitting would treat differently, or with a word
+            # over the length limit, take the split-then-WordPiece path.
+            long_word = tf.strings.regex_full_match(
+                normalized, "(?s).*[^ ]{%d}.*" % (self.max_input_chars_per_word + 1))
+            return normalized, e2e_unsafe | long_word, inexact
+
+        def _split_path(self, normalized):
+            words = tf.strings.split(normalized)
+            too_long = (tf.strings.length(words.flat_values, unit="UTF8_CHAR")
+                        > self.max_input_chars_per_word)
+            # The unk token is a vocab entry, so the word "[UNK]" tokenizes to exactly [unk id].
+            word_values = tf.where(too_long, self.unk_token, words.flat_values)
+            word_ids = self._wordpiece.tokenize(word_values)
+            return tf.RaggedTensor.from_row_splits(
+                word_ids.flat_values, tf.gather(word_ids.row_splits, words.row_splits))
+
+        def _tokenize(self, texts):
+            normalized, needs_split, inexact = self._normalize(texts)
+
+            def mixed():
+                fast_rows = tf.where(tf.logical_not(needs_split))[:, 0]
+                split_rows = tf.where(needs_split)[:, 0]
+                ids = tf.concat([
+                    self._end_to_end.tokenize(tf.gather(normalized, fast_rows)),
+                    self._split_path(tf.gather(normalized, split_rows)),
+                ], axis=0)
+                order = tf.math.invert_permutation(tf.concat([fast_rows, split_rows], 0))
+                return tf.gather(ids, order)
+
+            ids = tf.cond(tf.reduce_any(needs_split), mixed,
+                          lambda: self._end_to_end.tokenize(normalized))
+            return ids, inexact
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def tokenize_with_check(self, texts):
+            """texts [N] -> (ids RaggedTensor int64 [N, None], inexact bool [N]).
+
+            Where `inexact` is True the ids may differ from FullTokenizer's (see module
+            docstring); everywhere else they are identical.
+            """
+            return self._tokenize(texts)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def __call__(self, texts):
+            """texts [N] -> ids RaggedTensor int64 [N, None]; raises on an inexact text."""
+            ids, inexact = self._tokenize(texts)
+            check = tf.debugging.Assert(
+                tf.logical_not(tf.reduce_any(inexact)),
+                ["bert_tf TokenizerModule: a text holds two or more combining characters that "
+                 "NFD may reorder; tokenize it with bert_tf.tokenization.FullTokenizer. Texts:",
+                 tf.boolean_mask(texts, inexact)], summarize=3)
+            with tf.control_dependencies([check]):
+                return tf.identity(ids)
+
+    return TokenizerModule
+
+
+@functools.lru_cache(maxsize=1)
+def _module_class():
+    return _make_module_class()
+
+
+def TokenizerModule(vocab, do_lower_case=True, **kwargs):  # noqa: N802 (a class factory)
+    """Builds the in-graph tokenizer `tf.Module` (see `_make_module_class`).
+
+    Args:
+      vocab: dict token -> id (e.g. `load_vocab(path)`).
+    """
+    return _module_class()(vocab, do_lower_case=do_lower_case, **kwargs)
+
+
+class FastTokenizer:
+    """Batch tokenizer with the ids of `FullTokenizer`, computed in TensorFlow ops.
+
+    Args:
+      vocab_file: path of the vocab file.
+      do_lower_case: as for FullTokenizer.
+      batch_size: texts per TensorFlow call.
+      num_threads: batches tokenized at once (default: min(2, CPU count)).
+
+    Attributes:
+      vocab: dict token -> id; inv_vocab: dict id -> token.
+      full_tokenizer: the pure-Python FullTokenizer used for texts the graph flags.
+      module: the in-graph TokenizerModule (tf.Module).
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True, batch_size=_BATCH_TEXTS, num_threads=None):
+        self.full_tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+        self.vocab = self.full_tokenizer.vocab
+        self.inv_vocab = self.full_tokenizer.inv_vocab
+        self.do_lower_case = do_lower_case
+        self.batch_size = int(batch_size)
+        self.num_threads = int(num_threads or min(2, os.cpu_count() or 1))
+        self.module = TokenizerModule(self.vocab, do_lower_case=do_lower_case)
+        self.num_fallbacks = 0  # texts handed to FullTokenizer so far (for the curious)
+
+    def _run_batches(self, batches):
+        """Yields the graph's (ids, inexact) per batch, computing up to `num_threads` batches
+        at once (TensorFlow ops release the GIL, so batches run on separate cores)."""
+        if self.num_threads <= 1 or len(batches) <= 1:
+            for batch in batches:
+                yield self.module.tokenize_with_check(batch)
+            return
+        with concurrent.futures.ThreadPoolExecutor(self.num_threads) as pool:
+            yield from pool.map(self.module.tokenize_with_check, batches)
+
+    def tokenize(self, text):
+        """Tokens (str) of one text, as FullTokenizer.tokenize."""
+        return self.convert_ids_to_tokens(self.tokenize_to_ids([text])[0])
+
+    def convert_tokens_to_ids(self, tokens):
+        return self.full_tokenizer.convert_tokens_to_ids(tokens)
+
+    def convert_ids_to_tokens(self, ids):
+        return self.full_tokenizer.convert_ids_to_tokens(ids)
+
+    def tokenize_to_ids(self, texts):
+        """Ids of each text (str or bytes): list of lists of int, equal to
+        `[full.convert_tokens_to_ids(full.tokenize(t)) for t in texts]`."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("tokenize_to_ids takes a sequence of texts, not a single text")
+        encoded = []
+        fallback = []
+        for i, text in enumerate(texts):
+            if isinstance(text, str):
+                try:
+                    encoded.append(text.encode("utf-8"))
+                except UnicodeEncodeError:  # lone surrogates: let the reference handle them
+                    encoded.append(b"")
+                    fallback.append(i)
+            elif isinstance(text, (bytes, bytearray)):
+                text = bytes(text)
+                try:
+                    text.decode("utf-8")
+                    encoded.append(text)
+                except UnicodeDecodeError:
+                    encoded.append(text.decode("utf-8", "ignore").encode("utf-8"))
+            else:
+                raise ValueError(
+                    f"tokenize_to_ids: text {i} has unsupported type {type(text).__name__} "
+                    "(expected str or bytes)")
+        batches = [np.asarray(encoded[b:b + self.batch_size], dtype=object)
+                   for b in range(0, len(encoded), self.batch_size)]
+        results = []
+        for begin, (ids, inexact) in zip(range(0, len(encoded), self.batch_size),
+                                         self._run_batches(batches)):
+            flat = ids.flat_values.numpy().tolist()
+            splits = ids.row_splits.numpy().tolist()
+            results.extend(flat[splits[j]:splits[j + 1]] for j in range(len(splits) - 1))
+            fallback.extend(begin + int(j) for j in np.flatnonzero(inexact.numpy()))
+        for i in fallback:
+            results[i] = self.full_tokenizer.tokenize_to_ids(texts[i])
+        self.num_fallbacks += len(fallback)
+        return results
