@@ -26,6 +26,8 @@ same `getrandbits` sequence as `random.Random.shuffle` / `randint` do, inlined.
 
 import array
 
+import numpy as np
+
 from bert_tf.data.documents import Corpus, DataError  # noqa: F401  (re-exported)
 
 CLS_TOKEN = "[CLS]"
@@ -69,19 +71,63 @@ class InstanceStore:
             self.masked_lm_positions[p[i]:p[i + 1]], self.masked_lm_ids[p[i]:p[i + 1]],
             self.is_random_next[i] == 1)
 
+  def gather(self, indices, max_seq_length, max_predictions_per_seq):
+    """Instances `indices` as zero-padded numpy arrays, for `BatchExampleEncoder.encode_batch`.
+
+    Returns:
+      (input_ids [B, max_seq_length], lengths [B], num_a_tokens [B],
+       masked_lm_positions [B, max_predictions_per_seq], masked_lm_ids [B, ...],
+       num_predictions [B], is_random_next [B]).
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    ids, starts, lengths = self._padded(self.input_ids, self.offsets, indices, max_seq_length)
+    positions, pred_starts, num_predictions = self._padded(
+        self.masked_lm_positions, self.pred_offsets, indices, max_predictions_per_seq)
+    labels, _, _ = self._padded(self.masked_lm_ids, self.pred_offsets, indices,
+                                max_predictions_per_seq)
+    num_a = np.frombuffer(self.num_a_tokens, np.uint16)[indices]
+    nsp = np.frombuffer(self.is_random_next, np.uint8)[indices]
+    del starts, pred_starts
+    return ids, lengths, num_a, positions, labels, num_predictions, nsp
+
+  @staticmethod
+  def _padded(values, offsets, indices, width):
+    values = np.frombuffer(values, values.typecode)
+    offsets = np.frombuffer(offsets, np.int64)
+    starts = offsets[indices]
+    lengths = offsets[indices + 1] - starts
+    column = np.arange(width)
+    inside = column < lengths[:, None]
+    where = np.where(inside, starts[:, None] + column, 0)
+    if len(values):
+      matrix = np.where(inside, values[where], 0)
+    else:
+      matrix = np.zeros((len(indices), width), np.int64)
+    return matrix, starts, lengths
+
   def nbytes(self):
     return sum(a.itemsize * len(a) for a in (self.input_ids, self.offsets, self.num_a_tokens,
                                              self.masked_lm_positions, self.masked_lm_ids,
                                              self.pred_offsets)) + len(self.is_random_next)
 
 
+_SHUFFLE_STEPS = {}
+
+
+def _shuffle_steps(n):
+  """[(i, bit length of i + 1) for i = n-1 .. 1]: the draws of shuffling n items."""
+  steps = _SHUFFLE_STEPS.get(n)
+  if steps is None:
+    steps = _SHUFFLE_STEPS[n] = [(i, (i + 1).bit_length()) for i in range(n - 1, 0, -1)]
+  return steps
+
+
 def shuffle_in_place(x, getrandbits):
-  """`random.Random.shuffle(x)`: the same swaps from the same `getrandbits` draws, inlined."""
-  for i in range(len(x) - 1, 0, -1):
-    n = i + 1
-    k = n.bit_length()
+  """`random.Random.shuffle(x)`: the same swaps from the same `getrandbits` draws, inlined
+  (`_randbelow(i + 1)` draws `bit_length(i + 1)` bits until the value is <= i)."""
+  for i, k in _shuffle_steps(len(x)):
     j = getrandbits(k)
-    while j >= n:
+    while j > i:
       j = getrandbits(k)
     x[i], x[j] = x[j], x[i]
 
@@ -128,6 +174,7 @@ class InstanceMaker:
     for token, i in vocab.items():
       if token.startswith("##"):
         self.is_continuation[i] = 1
+    self._num_to_predict = [self.num_to_predict(n) for n in range(max_seq_length + 1)]
     self.rng = rng
     self._random = rng.random
     self._getrandbits = rng.getrandbits
@@ -266,14 +313,13 @@ class InstanceMaker:
     n = len(ids)
     sep_a = len_a + 1
     getrandbits = self._getrandbits
-    random_ = self._random
-    num_to_predict = self.num_to_predict(n)
+    num_to_predict = self._num_to_predict[n]
 
     if not self.do_whole_word_mask:
-      cand = list(range(1, sep_a))
-      cand += range(sep_a + 1, n - 1)
-      shuffle_in_place(cand, getrandbits)
-      chosen = cand[:num_to_predict]
+      chosen = list(range(1, sep_a))
+      chosen += range(sep_a + 1, n - 1)
+      shuffle_in_place(chosen, getrandbits)
+      del chosen[num_to_predict:]
     else:
       is_cont = self.is_continuation
       groups = []
@@ -294,16 +340,15 @@ class InstanceMaker:
           continue  # a whole word that does not fit is skipped, not split
         chosen += group
 
-    labels = {}
+    positions = sorted(chosen)
+    labels = [ids[p] for p in positions]
+    # The 80/10/10 draws go in `chosen` order, as the original's.
+    random_ = self._random
     mask_id = self.mask_id
     for pos in chosen:
-      labels[pos] = ids[pos]
       if random_() < 0.8:
         ids[pos] = mask_id
-      elif random_() < 0.5:
-        pass  # kept as is (but still predicted)
-      else:
+      elif random_() >= 0.5:  # else: kept as is, but still predicted
         words = self.vocab_word_ids
         ids[pos] = words[randbelow(len(words), getrandbits)]
-    positions = sorted(labels)
-    return positions, [labels[p] for p in positions]
+    return positions, labels

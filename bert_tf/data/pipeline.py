@@ -206,18 +206,20 @@ def _log_example(tokenizer, encoder, instance):
     logging.info("%s: %s", name, " ".join(str(x) for x in values[name]))
 
 
+WRITE_BATCH = 2048
+
+
 def _write(options, store, order, tokenizer, writer, log_examples=True, prefix=""):
-  encoder = features_lib.ExampleEncoder(options.max_seq_length, options.max_predictions_per_seq,
-                                        max(tokenizer.vocab.values()) + 1)
+  length, preds = options.max_seq_length, options.max_predictions_per_seq
+  encoder = features_lib.BatchExampleEncoder(length, preds, max(tokenizer.vocab.values()) + 1)
   progress = _Progress(prefix, options.progress_seconds)
-  get, encode, write = store.get, encoder.encode, writer.write
-  for count, i in enumerate(order):
-    instance = get(i)
-    write(encode(*instance))
-    if count < NUM_LOGGED_EXAMPLES and log_examples:
-      _log_example(tokenizer, encoder, instance)
-    if not count & 1023:
-      progress.maybe_log("wrote %d/%d instances", count, len(order))
+  if log_examples:
+    for i in order[:NUM_LOGGED_EXAMPLES]:
+      _log_example(tokenizer, encoder, store.get(i))
+  for begin in range(0, len(order), WRITE_BATCH):
+    batch = store.gather(order[begin:begin + WRITE_BATCH], length, preds)
+    writer.write_many(encoder.encode_batch(*batch))
+    progress.maybe_log("wrote %d/%d instances", begin + len(batch[1]), len(order))
   return len(order)
 
 

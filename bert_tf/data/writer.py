@@ -96,18 +96,22 @@ def crc32c_batch(records):
     return np.zeros(0, np.uint32)
   lengths = np.fromiter(map(len, records), np.int64, count)
   width = (int(lengths.max()) + 3) // 4 * 4
-  joined = np.frombuffer(b"".join(records), np.uint8)
   matrix = np.zeros((count, width), np.uint8)
-  starts = np.zeros(count, np.int64)
-  np.cumsum(lengths[:-1], out=starts[1:])
-  shift = np.arange(count, dtype=np.int64) * width + (width - lengths) - starts
-  matrix.ravel()[np.arange(len(joined), dtype=np.int64) + np.repeat(shift, lengths)] = joined
+  for row, record in zip(matrix, records):
+    if record:
+      row[width - len(record):] = np.frombuffer(record, np.uint8)
   words = np.ascontiguousarray(matrix.view("<u4").T)
   register = np.zeros(count, np.uint32)
+  halves = register.view("<u2").reshape(count, 2)
+  low, high = halves[:, 0], halves[:, 1]
   f_low, f_high = _F_LOW, _F_HIGH
+  from_low = np.empty(count, np.uint32)
+  from_high = np.empty(count, np.uint32)
   for column in words:
     register ^= column
-    register = f_low[register & 0xFFFF] ^ f_high[register >> 16]
+    np.take(f_low, low, out=from_low)
+    np.take(f_high, high, out=from_high)
+    np.bitwise_xor(from_low, from_high, out=register)
   return register ^ _ZERO_REGISTERS.get(lengths) ^ np.uint32(0xFFFFFFFF)
 
 
@@ -121,20 +125,19 @@ def masked_crc32c(crc):
 
 def frame_records(records, header_cache=None):
   """The TFRecord bytes of a list of serialized records."""
-  crcs = masked_crc32c(crc32c_batch(records)).tolist()
+  crcs = masked_crc32c(crc32c_batch(records)).astype("<u4").tobytes()
   header_cache = {} if header_cache is None else header_cache
-  pack_q, pack_i = struct.Struct("<Q").pack, struct.Struct("<I").pack
   out = []
   append = out.append
-  for record, crc in zip(records, crcs):
+  for i, record in enumerate(records):
     n = len(record)
     header = header_cache.get(n)
     if header is None:
-      length = pack_q(n)
-      header = header_cache[n] = length + pack_i(masked_crc32c(crc32c(length)))
+      length = struct.pack("<Q", n)
+      header = header_cache[n] = length + struct.pack("<I", masked_crc32c(crc32c(length)))
     append(header)
     append(record)
-    append(pack_i(crc))
+    append(crcs[4 * i:4 * i + 4])
   return b"".join(out)
 
 
@@ -162,6 +165,11 @@ class TFRecordFile:
 
   def write(self, record):
     self._pending.append(record)
+    if len(self._pending) >= self._batch_size:
+      self.flush()
+
+  def write_many(self, records):
+    self._pending.extend(records)
     if len(self._pending) >= self._batch_size:
       self.flush()
 
@@ -234,6 +242,18 @@ class RoundRobinRecordWriter:
     if self._next == len(self._files):
       self._next = 0
     self.num_written += 1
+
+  def write_many(self, records):
+    """`write` for each record, in order."""
+    files = self._files
+    n = len(files)
+    if n == 1:
+      files[0].write_many(records)
+    else:
+      for j in range(n):
+        files[(self._next + j) % n].write_many(records[j::n])
+      self._next = (self._next + len(records)) % n
+    self.num_written += len(records)
 
   def close(self, rename=True):
     """Finishes every file and gives it its final name (or leaves that to `rename_complete`)."""
