@@ -553,6 +553,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, step_call
     None, eval results or None)."""
     if not do_train and not do_eval:
         raise PretrainingError("at least one of --do_train or --do_eval must be set")
+    options.validate(config)
     input_pipeline.check_records(
         options.input_files, options.max_seq_length, options.max_predictions_per_seq
     )

@@ -1,0 +1,119 @@
+"""The pretraining input pipeline: file patterns, record checks, stream order and position."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.training.input_pipeline import (
+    InputError, InputStream, check_records, expand_input_patterns, make_dataset,
+)
+from test_training_helpers import write_records
+
+
+@pytest.fixture()
+def records(tmp_path):
+    return write_records(tmp_path / "a.tfrecord", 20, seed=1)
+
+
+def first_ids(batch):
+    return batch["input_ids"].numpy()[:, :3].tolist()
+
+
+def test_patterns_globs_and_comma_lists(tmp_path, records):
+    other = write_records(tmp_path / "b.tfrecord", 5, seed=2)
+    assert expand_input_patterns(str(tmp_path / "*.tfrecord")) == [records, other]
+    assert expand_input_patterns(f"{other},{records}") == [other, records]
+    with pytest.raises(InputError, match=r"no file matches '.*nothing\*'"):
+        expand_input_patterns(f"{records},{tmp_path}/nothing*")
+    with pytest.raises(InputError, match="input_file"):
+        expand_input_patterns("")
+
+
+def test_check_records_accepts_matching_flags(records):
+    check_records([records], 16, 3)
+
+
+def test_check_records_names_the_mismatching_flag(records):
+    with pytest.raises(InputError, match=r"a\.tfrecord: feature input_ids has length 16, but "
+                                         r"--max_seq_length implies 128"):
+        check_records([records], 128, 3)
+    with pytest.raises(InputError, match="--max_predictions_per_seq implies 20"):
+        check_records([records], 16, 20)
+
+
+def test_check_records_rejects_corrupted_and_foreign_files(tmp_path):
+    garbage = tmp_path / "garbage.tfrecord"
+    garbage.write_bytes(b"this is not a tfrecord file at all" * 10)
+    with pytest.raises(InputError, match="garbage.tfrecord: not a readable TFRecord"):
+        check_records([str(garbage)], 16, 3)
+    foreign = tmp_path / "classifier.tfrecord"
+    with tf.io.TFRecordWriter(str(foreign)) as w:
+        ex = tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 16)),
+            "label_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[1])),
+        }))
+        w.write(ex.SerializeToString())
+    with pytest.raises(InputError, match="classifier.tfrecord: not a pretraining TFRecord.*"
+                                         "masked_lm_positions"):
+        check_records([str(foreign)], 16, 3)
+    not_example = tmp_path / "text.tfrecord"
+    with tf.io.TFRecordWriter(str(not_example)) as w:
+        w.write(b"\xff\xff\xff plain bytes")
+    with pytest.raises(InputError, match="text.tfrecord: the first record is not a tf.train.Example"):
+        check_records([str(not_example)], 16, 3)
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty.tfrecord: holds no records"):
+        check_records([str(empty)], 16, 3)
+
+
+def test_in_order_stream_reads_records_in_file_order_and_repeats(records):
+    d = make_dataset([records], 16, 3, batch_size=8, is_training=True, shuffle_buffer_size=0)
+    plain = [r for r in tf.data.TFRecordDataset(records).as_numpy_iterator()]
+    parsed = [tf.io.parse_single_example(r, {"input_ids": tf.io.FixedLenFeature([16], tf.int64)})
+              ["input_ids"].numpy() for r in plain]
+    batches = list(d.take(5))
+    flat = np.concatenate([b["input_ids"].numpy() for b in batches])
+    expected = np.concatenate([parsed, parsed, parsed])[:40]
+    np.testing.assert_array_equal(flat, expected)
+    assert batches[0]["input_ids"].dtype == tf.int32
+    assert batches[0]["masked_lm_weights"].dtype == tf.float32
+    assert batches[0]["next_sentence_labels"].shape == (8, 1)
+
+
+def test_shuffled_stream_is_seeded(records):
+    def take(seed):
+        d = make_dataset([records], 16, 3, batch_size=4, is_training=True, seed=seed)
+        return [first_ids(b) for b in d.take(6)]
+
+    assert take(3) == take(3)
+    assert take(3) != take(4)
+
+
+def test_eval_stream_is_in_order_once_and_drops_the_remainder(records):
+    d = make_dataset([records], 16, 3, batch_size=8, is_training=False)
+    assert len(list(d)) == 2  # 20 records -> 2 whole batches
+
+
+def test_stream_position_round_trips_through_a_checkpoint(tmp_path, records):
+    strategy = tf.distribute.get_strategy()
+
+    def stream():
+        return InputStream(strategy, [records], 16, 3, 4, is_training=True, seed=5)
+
+    a = stream()
+    for _ in range(3):
+        a.get_next()
+    tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
+    expected = [first_ids(a.get_next()) for _ in range(4)]
+    b = stream()
+    tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos"))
+    assert [first_ids(b.get_next()) for _ in range(4)] == expected
+
+
+def test_batch_must_split_over_replicas(records):
+    class FakeStrategy:
+        num_replicas_in_sync = 3
+
+    with pytest.raises(InputError, match="not divisible by the 3 replicas"):
+        InputStream(FakeStrategy(), [records], 16, 3, 8, is_training=True)
