@@ -1,0 +1,196 @@
+"""The tensorflow-text path gives exactly FullTokenizer's ids (and so the original's).
+
+Checked on the golden file, on the adversarial corpus (against the original's recorded output),
+on a seeded fuzz corpus against FullTokenizer, through both of its internal routes (tensorflow-
+text's own word splitting and the split-then-WordPiece route), in a tf.function and after a
+SavedModel round trip.
+"""
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+tf = pytest.importorskip("tensorflow")
+pytest.importorskip("tensorflow_text")
+
+from bert_tf import fast_tokenization, tokenization  # noqa: E402
+from test_tokenization import (  # noqa: E402
+    GOLDEN, SAMPLE_TEXT, SMALL_VOCAB, UNCASED_VOCAB, fuzz_corpus, read_cases, read_expected,
+    write_vocab)
+
+needs_shared = pytest.mark.skipif(
+    not UNCASED_VOCAB.exists(), reason="../shared (golden data and the real vocab) is absent")
+
+
+@pytest.fixture(scope="module")
+def vocab_file(tmp_path_factory):
+    """The real vocab when present; otherwise a small one built here (CI without ../shared)."""
+    if UNCASED_VOCAB.exists():
+        return str(UNCASED_VOCAB)
+    tokens = list(SMALL_VOCAB)
+    for text in fuzz_corpus(300, seed=9):
+        for word in tokenization.BasicTokenizer(True).tokenize(text)[:3]:
+            for i, ch in enumerate(word[:4]):
+                tokens.append(ch if i == 0 else "##" + ch)
+    seen, unique = set(), []
+    for t in tokens:
+        if t not in seen and t.strip() == t and t:
+            seen.add(t)
+            unique.append(t)
+    return write_vocab(tmp_path_factory.mktemp("vocab") / "vocab.txt", unique)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def tokenizers(request, vocab_file):
+    fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=request.param, batch_size=512)
+    return fast, fast.full_tokenizer
+
+
+def reference_ids(full, texts):
+    return [full.convert_tokens_to_ids(full.tokenize(t)) for t in texts]
+
+
+@needs_shared
+def test_golden_sample_uncased():
+    import json
+
+    fast = fast_tokenization.FastTokenizer(str(UNCASED_VOCAB), do_lower_case=True)
+    with open(SAMPLE_TEXT, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    with open(GOLDEN, encoding="utf-8") as f:
+        golden = [json.loads(line)["ids"] for line in f]
+    assert fast.tokenize_to_ids(lines) == golden
+    assert fast.num_fallbacks == 0
+
+
+@needs_shared
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_adversarial_corpus_matches_recorded_original(lower):
+    fast = fast_tokenization.FastTokenizer(str(UNCASED_VOCAB), do_lower_case=lower)
+    key = ("uncased" if lower else "cased") + "_tokens"
+    cases, expected = read_cases(), read_expected()
+    got = fast.tokenize_to_ids([c["input"] for c in cases])
+    for case, exp, ids in zip(cases, expected, got):
+        assert fast.convert_ids_to_tokens(ids) == exp[key], case["name"]
+    # The graph alone, without the Python-side fallback: only the musical-symbols case (two
+    # reorderable combining characters) may be flagged, everything else must be exact.
+    texts = [c["input"] if isinstance(c["input"], bytes) else c["input"].encode("utf-8", "surrogatepass")
+             for c in cases]
+    ids, inexact = fast.module.tokenize_with_check(np.asarray(texts, dtype=object))
+    flagged = [c["name"] for c, f in zip(cases, inexact.numpy()) if f]
+    assert flagged == (["musical combining marks (Mc with nonzero combining class)"] if lower else [])
+    for case, exp, row, f in zip(cases, expected, ids.to_list(), inexact.numpy()):
+        if not f:
+            assert fast.convert_ids_to_tokens(row) == exp[key], case["name"]
+
+
+def test_fuzz_matches_full_tokenizer(tokenizers):
+    fast, full = tokenizers
+    rng = random.Random(3)
+    greek = list("\u03a3\u0391\u03c3.'\u0301\u200b\u00ad\u4e2d !\x00\u00aaa\u02b0\u0345\u2028")
+    texts = fuzz_corpus(1500, seed=4 if fast.do_lower_case else 5)
+    texts += ["".join(rng.choice(greek) for _ in range(rng.randint(1, 9))) for _ in range(1500)]
+    assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)
+
+
+def test_both_internal_routes_in_one_batch(tokenizers):
+    fast, full = tokenizers
+    texts = [
+        "plain words, nothing special",
+        "x" * 201 + " long word then normal",      # a word over 200 code points
+        "a\u1b4eb",                                 # unassigned in Python 14.0, punctuation to ICU
+        "ok \u00e9t\u00e9",
+        "y" * 200,
+        "",
+    ]
+    normalized, needs_split, _ = fast.module._normalize(
+        tf.constant([t.encode("utf-8") for t in texts]))
+    assert needs_split.numpy().tolist() == [False, True, True, False, False, False]
+    assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)
+
+
+def test_final_sigma_in_graph(tokenizers):
+    fast, full = tokenizers
+    texts = ["\u039f\u0394\u03a5\u03a3\u03a3\u0395\u03a5\u03a3", "\u03a3", "\u0391\u03a3.",
+             "\u0391\u03a3.\u0392", "\u0391\u03a3'\u0392", "\u0391\u03a3\u200b\u0392",
+             "\u0391\u00ad\u03a3", "\u0391\u03a3\u4e2d", "\u4e2d\u03a3", "\u0391\u03a3 \u0392",
+             "\u00aa\u03a3", "\u0391\u0301\u03a3", "x\u03a3\u03a3", "\u0391\u03a3\x00\u0392"]
+    ids, inexact = fast.module.tokenize_with_check(tf.constant([t.encode() for t in texts]))
+    assert not inexact.numpy().any()
+    assert ids.to_list() == reference_ids(full, texts)
+
+
+def test_bytes_in_graph_match_python_decoding(tokenizers):
+    fast, full = tokenizers
+    rng = random.Random(11)
+    alphabet = [0x61, 0x20, 0x80, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+    texts = [bytes(rng.choice(alphabet) if rng.random() < 0.7 else rng.randrange(256)
+                   for _ in range(rng.randint(0, 16))) for _ in range(3000)]
+    ids, inexact = fast.module.tokenize_with_check(tf.constant(texts))
+    assert not inexact.numpy().any()
+    assert ids.to_list() == reference_ids(full, texts)
+    assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)
+
+
+def test_inexact_texts_raise_in_graph_and_fall_back_in_python(tokenizers):
+    fast, full = tokenizers
+    text = "\U0001D15F\U0001D165\U0001D16E a\u302e\u302fb"
+    if fast.do_lower_case:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="FullTokenizer"):
+            fast.module(tf.constant([text.encode()]))
+    else:
+        fast.module(tf.constant([text.encode()]))  # no NFD when cased: always exact
+    before = fast.num_fallbacks
+    assert fast.tokenize_to_ids([text, "ok"]) == reference_ids(full, [text, "ok"])
+    assert fast.num_fallbacks - before == (1 if fast.do_lower_case else 0)
+    # Lone surrogates cannot be UTF-8 encoded: they take the FullTokenizer route.
+    assert fast.tokenize_to_ids(["a\ud800b c"]) == reference_ids(full, ["a\ud800b c"])
+
+
+def test_tf_function_and_saved_model(tokenizers, tmp_path):
+    fast, full = tokenizers
+    texts = ["Hello, World!", "caf\u00e9 \u4e2d\u6587", "", "x" * 201]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def model_input(t):
+        ids = fast.module(t)
+        return ids.to_tensor(default_value=0, shape=[None, 8])
+
+    dense = model_input(tf.constant([t.encode() for t in texts])).numpy()
+    expected = reference_ids(full, texts)
+    for row, exp in zip(dense, expected):
+        assert row.tolist() == (exp + [0] * 8)[:8]
+
+    path = str(tmp_path / "tokenizer")
+    tf.saved_model.save(fast.module, path)
+    loaded = tf.saved_model.load(path)
+    assert loaded(tf.constant([t.encode() for t in texts])).to_list() == expected
+
+
+def test_tables_agree_with_str_lower_on_skipped_code_points():
+    """Unassigned and private-use code points are skipped by the table builder as neither cased
+    nor case-ignorable, mapping to themselves; check a sample against Python itself."""
+    tables = fast_tokenization.build_char_tables(True)
+    rng = random.Random(0)
+    import unicodedata
+
+    sample = [cp for cp in rng.sample(range(0x110000), 20000)
+              if unicodedata.category(chr(cp)) in ("Cn", "Co")
+              and not tokenization._is_chinese_char(cp)]
+    assert len(sample) > 1000
+    for cp in sample:
+        assert fast_tokenization._case_class(cp) == fast_tokenization._OTHER
+        assert fast_tokenization._map_char(cp, True) == chr(cp)
+        assert tables["out_len"][cp] == 1 and tables["out_flat"][tables["out_start"][cp]] == cp
+
+
+def test_input_errors(tokenizers):
+    fast, _ = tokenizers
+    with pytest.raises(TypeError, match="sequence of texts"):
+        fast.tokenize_to_ids("one text")
+    with pytest.raises(ValueError, match="text 1 has unsupported type int"):
+        fast.tokenize_to_ids(["a", 3])
+    assert fast.tokenize_to_ids([]) == []
