@@ -143,3 +143,28 @@ def test_check_writable(tmp_path):
     locked.chmod(0o500)
     with pytest.raises(writer.DataError, match="cannot write"):
       writer.check_writable([str(locked / "x.tfrecord")])
+
+
+def test_batch_encoder_equals_single_encoder_and_store_gather():
+  from bert_tf.data import instances
+
+  r = random.Random(7)
+  for max_seq_length, max_predictions, vocab_size in [(128, 20, 30522), (40, 6, 200000)]:
+    store = instances.InstanceStore(instances.id_typecode(vocab_size))
+    made = []
+    for _ in range(300):
+      instance = _random_instance(r, max_seq_length, max_predictions, vocab_size)
+      if r.random() < 0.1:  # whole-word masking can leave an instance without predictions
+        instance = instance[:2] + ([], []) + instance[4:]
+      ids, num_a, positions, labels, random_next = instance
+      store.append(ids, num_a, positions, labels, random_next)
+      made.append(instance)
+    single = features.ExampleEncoder(max_seq_length, max_predictions, vocab_size)
+    batch = features.BatchExampleEncoder(max_seq_length, max_predictions, vocab_size)
+    order = list(range(len(made)))
+    r.shuffle(order)
+    got = batch.encode_batch(*store.gather(order, max_seq_length, max_predictions))
+    assert got == [single.encode(*made[i]) for i in order]
+    for i in order[:20]:
+      ids, num_a, positions, labels, random_next = store.get(i)
+      assert (list(ids), num_a, list(positions), list(labels), random_next) == made[i]

@@ -28,7 +28,7 @@ import array
 
 import numpy as np
 
-from bert_tf.data.documents import Corpus, DataError  # noqa: F401  (re-exported)
+from bert_tf.data.documents import Corpus, DataError, id_typecode  # noqa: F401  (re-exported)
 
 CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
