@@ -17,6 +17,8 @@ _EXPORTS = {
     "load_original_checkpoint": "bert_tf.checkpoints",
     "save_original_checkpoint": "bert_tf.checkpoints",
     "CheckpointError": "bert_tf.checkpoints",
+    "FullTokenizer": "bert_tf.tokenization",
+    "FastTokenizer": "bert_tf.fast_tokenization",
 }
 
 __all__ = sorted(_EXPORTS)
