@@ -1,0 +1,129 @@
+"""Training throughput of BERT through the real training step (forward, backward, all-reduce,
+global-norm clipping, AdamWeightDecay, global_step), with the model FLOP utilisation against a
+4096^3 matmul measured in the same run.
+
+    python benchmarks/pretrain_step.py                 # BERT-Base, seq 128, batch 8 and 32
+    python benchmarks/pretrain_step.py --batch_sizes=8 --steps=5 --layers=2   # quick look
+
+Each row: seconds per step, sequences/s, achieved model GFLOP/s (analytic matmul FLOPs of a
+training step, 3x the forward pass) and its fraction of the matmul peak (MFU), and the
+original's step time at the same settings where REFERENCE.md §10 has it (BERT-Base, seq 128,
+batch 8, float32: 1.63 s/step) as a ratio. Columns for other precisions / XLA / sequence
+lengths are selected with flags so later variants share this table.
+"""
+
+import os
+import sys
+
+# Run as a script, this folder comes first on sys.path, where a sibling module may shadow the
+# standard library (benchmarks/tokenize.py shadows `tokenize`); load `common` by path instead.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import time  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("bench_common", os.path.join(_HERE, "common.py"))
+common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(common)
+BERT_BASE, matmul_peak_gflops = common.BERT_BASE, common.matmul_peak_gflops
+pretraining_step_flops, print_table = common.pretraining_step_flops, common.print_table
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.training.loop import Pretrainer, PretrainingOptions  # noqa: E402
+
+# The original's float32 step time on this kind of machine (REFERENCE.md §10), by
+# (layers, hidden, seq_length, batch).
+ORIGINAL_SECONDS_PER_STEP = {(12, 768, 128, 8): 1.63}
+
+
+class SyntheticStream:
+    """One fixed random batch, repeated: the step's cost without input-pipeline cost."""
+
+    def __init__(self, batch_size, seq_length, max_predictions, vocab_size, seed=0):
+        rng = np.random.RandomState(seed)
+        positions = np.stack([np.sort(rng.choice(np.arange(1, seq_length), max_predictions,
+                                                 replace=False)) for _ in range(batch_size)])
+        batch = {
+            "input_ids": rng.randint(0, vocab_size, (batch_size, seq_length)),
+            "input_mask": np.ones((batch_size, seq_length)),
+            "segment_ids": (np.arange(seq_length)[None, :] >= seq_length // 2)
+            .repeat(batch_size, 0),
+            "masked_lm_positions": positions,
+            "masked_lm_ids": rng.randint(0, vocab_size, (batch_size, max_predictions)),
+            "masked_lm_weights": np.ones((batch_size, max_predictions), np.float32),
+            "next_sentence_labels": rng.randint(0, 2, (batch_size, 1)),
+        }
+        batch = {k: tf.constant(v, tf.float32 if k == "masked_lm_weights" else tf.int32)
+                 for k, v in batch.items()}
+        self.iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+
+    def get_next(self):
+        return next(self.iterator)
+
+
+def measure(config, batch_size, seq_length, max_predictions, steps, warmup_steps):
+    options = PretrainingOptions(
+        input_files=[], output_dir="/nonexistent", max_seq_length=seq_length,
+        max_predictions_per_seq=max_predictions, train_batch_size=batch_size,
+        num_train_steps=10**6, num_warmup_steps=100, learning_rate=1e-4,
+    )
+    trainer = Pretrainer(config, options)
+    stream = SyntheticStream(batch_size, seq_length, max_predictions, config.vocab_size)
+    train = trainer.make_train_function(stream)
+    train(tf.constant(warmup_steps, tf.int32))["total_loss"].numpy()  # trace + warm up
+    start = time.perf_counter()
+    losses = train(tf.constant(steps, tf.int32))["total_loss"].numpy()
+    seconds = (time.perf_counter() - start) / steps
+    assert np.all(np.isfinite(losses))
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch_sizes", default="8,32")
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per row")
+    parser.add_argument("--warmup_steps", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=BERT_BASE["num_hidden_layers"])
+    parser.add_argument("--dtype", default="float32", choices=["float32"],
+                        help="compute precision (only float32 so far)")
+    args = parser.parse_args()
+
+    config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
+    config = BertConfig.from_dict(config_dict)
+    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU(s); BERT L={config.num_hidden_layers}"
+          f" H={config.hidden_size} A={config.num_attention_heads} I={config.intermediate_size}"
+          f" V={config.vocab_size}, seq {args.seq_length}, {args.max_predictions_per_seq} "
+          f"predictions/seq, dropout 0.1, {args.dtype}")
+    peak = matmul_peak_gflops(args.dtype)
+    print(f"matmul peak ({args.dtype}, 4096^3): {peak:.0f} GFLOP/s")
+    flops_per_seq = pretraining_step_flops(config_dict, args.seq_length,
+                                           args.max_predictions_per_seq)
+    print(f"training FLOPs per sequence (3x forward matmuls): {flops_per_seq / 1e9:.1f} GFLOP")
+
+    rows = []
+    for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+        seconds = measure(config, batch_size, args.seq_length, args.max_predictions_per_seq,
+                          args.steps, args.warmup_steps)
+        seqs = batch_size / seconds
+        gflops = seqs * flops_per_seq / 1e9
+        original = ORIGINAL_SECONDS_PER_STEP.get(
+            (config.num_hidden_layers, config.hidden_size, args.seq_length, batch_size))
+        rows.append([
+            args.dtype, args.seq_length, batch_size, f"{seconds:.3f}", f"{seqs:.2f}",
+            f"{gflops:.0f}", f"{gflops / peak:.0%}",
+            f"{original:.2f} s ({original / seconds:.2f}x)" if original else "-",
+        ])
+    print()
+    print_table(["dtype", "seq", "batch", "s/step", "seq/s", "model GFLOP/s", "MFU",
+                 "original s/step (speed-up)"], rows)
+
+
+if __name__ == "__main__":
+    main()
