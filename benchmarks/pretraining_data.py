@@ -18,6 +18,7 @@ bytes against the original's records re-serialized deterministically).
 """
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -27,10 +28,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import pretraining_corpus  # noqa: E402
+_HERE = Path(__file__).resolve().parent
+# Other benchmark files (e.g. benchmarks/tokenize.py) must not shadow standard modules.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+_spec = importlib.util.spec_from_file_location("pretraining_corpus",
+                                               _HERE / "pretraining_corpus.py")
+pretraining_corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pretraining_corpus)
 
 _RUNNER = """\
 import runpy, sys
