@@ -140,14 +140,19 @@ class _Progress:
     self.prefix = prefix
     self.seconds = seconds
     self.start = self.last = time.monotonic()
+    self._last_message = None
 
   def maybe_log(self, fmt, *args, rate=None, force=False):
     now = time.monotonic()
+    message = fmt % args
+    if force and message == self._last_message:
+      return  # already said
     if not force and now - self.last < self.seconds:
       return
     self.last = now
+    self._last_message = message
     elapsed = now - self.start
-    message = self.prefix + fmt % args
+    message = self.prefix + message
     if rate is not None:
       message += ", %.0f instances/s" % (rate / max(elapsed, 1e-9))
     logging.info("%s (%.0f s)", message, elapsed)
@@ -253,6 +258,7 @@ def run_shard(options, input_files, shard_index):
 
   Writes `<path>.incomplete` files; the parent renames them once every shard has succeeded.
   """
+  logging.use_absl_handler()
   logging.set_verbosity(logging.INFO)
   n = options.num_workers
   prefix = f"[shard {shard_index + 1}/{n}] "
