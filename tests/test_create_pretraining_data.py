@@ -236,18 +236,21 @@ def test_interrupted_run_leaves_no_complete_looking_file(tmp_path, monkeypatch):
   from bert_tf.data import features
 
   calls = []
-  encode = features.ExampleEncoder.encode
+  encode_batch = features.BatchExampleEncoder.encode_batch
 
-  def failing_encode(self, *args):
+  def interrupted(self, *args):
     calls.append(1)
-    if len(calls) > 50:
+    if len(calls) > 3:
       raise KeyboardInterrupt
-    return encode(self, *args)
+    return encode_batch(self, *args)
 
-  monkeypatch.setattr(features.ExampleEncoder, "encode", failing_encode)
+  monkeypatch.setattr(features.BatchExampleEncoder, "encode_batch", interrupted)
+  monkeypatch.setattr(pipeline, "WRITE_BATCH", 16)
+  monkeypatch.setattr(writer.TFRecordFile.__init__, "__defaults__", (8,))  # flush often
   outs = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
   with pytest.raises(KeyboardInterrupt):
     pipeline.create_pretraining_data(_options(tmp_path, output_file=",".join(outs)))
+  assert len(calls) == 4
   assert os.listdir(tmp_path) == []
 
 
