@@ -26,7 +26,7 @@ TEXT="$REPO/examples/sample_text.txt"
 
 stamp "1/3 building a WordPiece vocabulary from $TEXT"
 "$PYTHON" -m bert_tf.vocab --input_file="$TEXT" --output_file="$OUT/vocab.txt" \
-  --vocab_size=2000 --do_lower_case=true
+  --vocab_size=2000 --lower_thresh=2 --do_lower_case=true
 # The model's vocab_size is the vocabulary's actual size.
 "$PYTHON" - "$REPO/examples/bert_config_tiny.json" "$OUT/vocab.txt" "$OUT/bert_config.json" <<'PY'
 import json, sys

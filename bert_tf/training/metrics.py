@@ -67,7 +67,7 @@ def finalize(sums, num_batches, global_step):
 
 def format_results(results):
     """`key = value` lines sorted by key, as the original writes them."""
-    return "".join(f"{key} = {results[key]}\n" for key in sorted(results))
+    return "".join(f"{key} = {str(results[key])}\n" for key in sorted(results))
 
 
 def write_eval_results(output_dir, results, filename="eval_results.txt"):
