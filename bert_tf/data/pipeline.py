@@ -258,6 +258,10 @@ def run_shard(options, input_files, shard_index):
 
   Writes `<path>.incomplete` files; the parent renames them once every shard has succeeded.
   """
+  from absl import flags  # pylint: disable=g-import-not-at-top
+
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()  # a fresh (spawned) process: no "before flag parsing" warning
   logging.use_absl_handler()
   logging.set_verbosity(logging.INFO)
   n = options.num_workers
