@@ -321,24 +321,32 @@ class InstanceMaker:
       shuffle_in_place(chosen, getrandbits)
       del chosen[num_to_predict:]
     else:
+      cand = list(range(1, sep_a))
+      cand += range(sep_a + 1, n - 1)
       is_cont = self.is_continuation
-      groups = []
-      for pos in range(1, n - 1):
-        if pos == sep_a:
-          continue
-        # A "##" piece right after [SEP] joins the last word of A, as in the original.
-        if groups and is_cont[ids[pos]]:
-          groups[-1].append(pos)
-        else:
-          groups.append([pos])
-      shuffle_in_place(groups, getrandbits)
+      # A word starts at every non-"##" piece (and at the first candidate). [SEP] is no
+      # boundary: a "##" piece right after it joins the last word of A, as in the original.
+      starts = [i for i, p in enumerate(cand) if not is_cont[ids[p]]]
+      if not starts or starts[0]:
+        starts.insert(0, 0)
+      ends = starts[1:]
+      ends.append(len(cand))
+      # Shuffling the word numbers draws exactly what shuffling the words would.
+      words = list(range(len(starts)))
+      shuffle_in_place(words, getrandbits)
       chosen = []
-      for group in groups:
-        if len(chosen) >= num_to_predict:
+      count = 0
+      for w in words:
+        if count >= num_to_predict:
           break
-        if len(chosen) + len(group) > num_to_predict:
+        begin = starts[w]
+        size = ends[w] - begin
+        if count + size > num_to_predict:
           continue  # a whole word that does not fit is skipped, not split
-        chosen += group
+        # (The original also skips a word with an already covered piece; words are disjoint,
+        # so that never happens.)
+        chosen += cand[begin:begin + size]
+        count += size
 
     positions = sorted(chosen)
     labels = [ids[p] for p in positions]
@@ -349,6 +357,6 @@ class InstanceMaker:
       if random_() < 0.8:
         ids[pos] = mask_id
       elif random_() >= 0.5:  # else: kept as is, but still predicted
-        words = self.vocab_word_ids
-        ids[pos] = words[randbelow(len(words), getrandbits)]
+        vocab_words = self.vocab_word_ids
+        ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
     return positions, labels
