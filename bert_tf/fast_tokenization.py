@@ -177,15 +177,18 @@ def build_char_tables(do_lower_case):
             "reorder": reorder, "case_class": case_class, "always_spaced": always_spaced}
 
 
-@functools.lru_cache(maxsize=2)
-def e2e_unsafe_table(do_lower_case):
-    """int32 [0x110000]: 1 for code points at which tensorflow-text's end-to-end
-    FastWordpieceTokenizer may split or drop differently from a split on spaces.
+_ORDINARY, _SPLIT_AS_PUNCTUATION, _SPLIT_AS_SPACE, _SPLIT_OTHERWISE = 0, 1, 2, 3
 
-    Read off the installed tensorflow-text itself: "a" + c + "a" with the vocab
-    {[UNK], a, ##a} is one [UNK] iff it treats c as an ordinary word character. Characters the
-    original always surrounds with spaces (punctuation, its CJK ranges) are exempt: splitting
-    around a word of one character changes nothing.
+
+@functools.lru_cache(maxsize=1)
+def e2e_char_kinds():
+    """int32 [0x110001]: how tensorflow-text's end-to-end FastWordpieceTokenizer treats each
+    code point inside a word, read off the installed tensorflow-text itself.
+
+    "a" + c + "a" with the vocab {[UNK]: 0, a: 1, ##a: 2} gives [0] when c is an ordinary word
+    character (_ORDINARY), [1, 0, 1] when c is split off as a word of its own
+    (_SPLIT_AS_PUNCTUATION), [1, 1] when c separates words and is dropped (_SPLIT_AS_SPACE);
+    anything else is _SPLIT_OTHERWISE.
     """
     tf, tf_text = _import_tf()
     probe = tf_text.FastWordpieceTokenizer(
@@ -196,15 +199,47 @@ def e2e_unsafe_table(do_lower_case):
     texts = np.char.add(np.char.add("a", np.vectorize(chr, otypes=[object])(cps).astype(str)), "a")
     ids = probe.tokenize(np.char.encode(texts, "utf-8"))
     lengths = ids.row_lengths().numpy()
-    first = tf.gather(ids.flat_values, ids.row_splits[:-1]).numpy()
-    ordinary = (lengths == 1) & (first == 0)
-    ordinary[cps == ord("a")] = True  # "aaa" is [a, ##a, ##a]: not split either
-    unsafe = np.zeros(MAX_CODE_POINT + 2, np.int32)
-    unsafe[cps[~ordinary]] = 1
-    tables = build_char_tables(do_lower_case)
-    unsafe[tables["always_spaced"] == 1] = 0
+    flat = np.concatenate([ids.flat_values.numpy(), [-1, -1]])
+    begin = ids.row_splits.numpy()[:-1]
+    first, second, third = flat[begin], flat[begin + 1], flat[begin + 2]
+    kinds = np.full(MAX_CODE_POINT + 2, _SPLIT_OTHERWISE, np.int32)
+    kinds[cps[(lengths == 1) & (first == 0)]] = _ORDINARY
+    kinds[cps[(lengths == 3) & (first == 1) & (second == 0) & (third == 1)]] = \
+        _SPLIT_AS_PUNCTUATION
+    kinds[cps[(lengths == 2) & (first == 1) & (second == 1)]] = _SPLIT_AS_SPACE
+    kinds[ord("a")] = _ORDINARY  # "aaa" is [a, ##a, ##a]: not split
+    return kinds
+
+
+@functools.lru_cache(maxsize=2)
+def e2e_unsafe_table(do_lower_case):
+    """int32 [0x110001]: 1 for code points at which the end-to-end FastWordpieceTokenizer may
+    split a word of the normalized text that a split on spaces would not.
+
+    Characters the original always surrounds with spaces (punctuation, its CJK ranges) are
+    exempt: splitting around a word of one character changes nothing; so is the space itself.
+    """
+    unsafe = (e2e_char_kinds() != _ORDINARY).astype(np.int32)
+    unsafe[build_char_tables(do_lower_case)["always_spaced"] == 1] = 0
     unsafe[ord(" ")] = 0  # the word separator of the normalized text
     return unsafe
+
+
+def ascii_lane_is_exact():
+    """True if, on printable ASCII plus tab/newline/CR, the end-to-end tokenizer splits exactly
+    as the original: every ASCII punctuation character of the original is split off as its own
+    word, tab/newline/CR/space separate words, letters and digits are ordinary."""
+    kinds = e2e_char_kinds()
+    for cp in range(0x20, 0x7F):
+        if tokenization._is_punctuation(chr(cp)):
+            expected = _SPLIT_AS_PUNCTUATION
+        elif cp == 0x20:
+            expected = _SPLIT_AS_SPACE
+        else:
+            expected = _ORDINARY
+        if kinds[cp] != expected:
+            return False
+    return all(kinds[ord(c)] == _SPLIT_AS_SPACE for c in "\t\n\r")
 
 
 def _char_flags(tables, e2e_unsafe):
@@ -216,15 +251,46 @@ def _char_flags(tables, e2e_unsafe):
     return ((count > 0).astype(np.int32) | (tables["reorder"] << 1)).astype(np.int32)
 
 
-def _fast_wordpiece_vocab(vocab):
-    """The vocab as a list by id, with entries the original can never emit made unmatchable."""
+def _is_word_char(char):
+    """Can `char` be inside a word of several characters, after the original's steps 1-6?"""
+    return not (char.isspace() or tokenization._is_whitespace(char)
+                or tokenization._is_control(char) or char in "\x00\ufffd"
+                or tokenization._is_punctuation(char) or tokenization._is_chinese_char(ord(char)))
+
+
+def can_be_emitted(token):
+    """Whether the original's WordPiece can ever output `token`.
+
+    Its words are either one punctuation or CJK character, or runs of other characters with no
+    whitespace, control, NUL or U+FFFD; its pieces are non-empty substrings of a word, "##" in
+    front of every piece but the first.
+    """
+    body = token[2:] if token.startswith("##") else token
+    if not body:
+        return False
+    if len(body) == 1 and not _is_word_char(body) and body != " ":
+        return body == token and not (body.isspace() or tokenization._is_whitespace(body)
+                                      or tokenization._is_control(body) or body in "\x00\ufffd")
+    return all(_is_word_char(c) for c in body)
+
+
+def _fast_wordpiece_vocab(vocab, unk_token=tokenization.UNK_TOKEN):
+    """The vocab as a list by id, entries the original can never emit made unmatchable (except
+    `unk_token`, which tensorflow-text needs; text never reaches it, as its brackets are
+    punctuation, only our own replacement of over-long words does).
+
+    tensorflow-text's end-to-end tokenizer would otherwise match, for instance, an entry with a
+    space inside across two words; the original never can, so neither may we.
+    """
     tokens = [None] * len(vocab)
     for token, index in vocab.items():
         tokens[index] = token
     for index, token in enumerate(tokens):
-        if token in ("", "##") or token is None:
-            # NUL never survives cleaning, so no word can contain this placeholder.
-            tokens[index] = f"\x00unreachable{index}"
+        if token is None or (token != unk_token and not can_be_emitted(token)):
+            # U+0001 never reaches the tokenizer (ASCII-lane texts hold only printable ASCII,
+            # tab, newline and CR; the general lane removes control characters), so no text
+            # can match this placeholder.
+            tokens[index] = f"\x01unreachable{index}"
     return tokens
 
 
@@ -244,6 +310,9 @@ def _make_module_class():
                      max_input_chars_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD,
                      name="bert_tokenizer"):
             super().__init__(name=name)
+            if unk_token not in vocab:
+                raise tokenization.VocabError(
+                    f"TokenizerModule: the vocab has no {unk_token} entry; WordPiece needs it")
             tables = build_char_tables(bool(do_lower_case))
             self.do_lower_case = bool(do_lower_case)
             self.unk_token = unk_token
@@ -252,15 +321,22 @@ def _make_module_class():
             self._out_len = tf.constant(tables["out_len"])
             self._out_flat = tf.constant(tables["out_flat"])
             self._case_class = tf.constant(tables["case_class"])
+            if ascii_lane_is_exact():
+                self._ascii_end_to_end = tf_text.FastWordpieceTokenizer(
+                    vocab=_fast_wordpiece_vocab(vocab, unk_token), suffix_indicator="##",
+                    max_bytes_per_word=self.max_input_chars_per_word,
+                    token_out_type=tf.int64, unknown_token=unk_token, no_pretokenization=False)
+            else:  # a tensorflow-text that splits ASCII differently: general route only
+                self._ascii_end_to_end = None
             self._flags = tf.constant(_char_flags(tables, e2e_unsafe_table(self.do_lower_case)))
             self._wordpiece = tf_text.FastWordpieceTokenizer(
-                vocab=_fast_wordpiece_vocab(vocab), suffix_indicator="##",
+                vocab=_fast_wordpiece_vocab(vocab, unk_token), suffix_indicator="##",
                 max_bytes_per_word=4 * self.max_input_chars_per_word + 64,
                 token_out_type=tf.int64, unknown_token=unk_token, no_pretokenization=True)
             # The same, splitting words itself (faster): used for texts where its splitting
             # provably equals a split on spaces (see `e2e_unsafe_table`).
             self._end_to_end = tf_text.FastWordpieceTokenizer(
-                vocab=_fast_wordpiece_vocab(vocab), suffix_indicator="##",
+                vocab=_fast_wordpiece_vocab(vocab, unk_token), suffix_indicator="##",
                 max_bytes_per_word=4 * self.max_input_chars_per_word + 64,
                 token_out_type=tf.int64, unknown_token=unk_token, no_pretokenization=False)
 
@@ -337,7 +413,7 @@ def _make_module_class():
             return tf.RaggedTensor.from_row_splits(
                 word_ids.flat_values, tf.gather(word_ids.row_splits, words.row_splits))
 
-        def _tokenize(self, texts):
+        def _tokenize_general(self, texts):
             normalized, needs_split, inexact = self._normalize(texts)
 
             def mixed():
@@ -353,6 +429,36 @@ def _make_module_class():
             ids = tf.cond(tf.reduce_any(needs_split), mixed,
                           lambda: self._end_to_end.tokenize(normalized))
             return ids, inexact
+
+        def _tokenize_ascii(self, texts):
+            """Texts of printable ASCII, tab, newline and CR only: the original's steps reduce
+            to ASCII lower-casing, and the end-to-end tokenizer splits such text exactly as
+            the original does (checked by `ascii_lane_is_exact` at construction); its byte
+            limit per word is the original's 200 characters, as bytes are characters here."""
+            if self.do_lower_case:
+                texts = tf.strings.lower(texts)  # ASCII only, as str.lower on ASCII
+            return self._ascii_end_to_end.tokenize(texts)
+
+        def _tokenize(self, texts):
+            texts = tf.convert_to_tensor(texts, tf.string)
+            if self._ascii_end_to_end is None:
+                return self._tokenize_general(texts)
+            n = tf.shape(texts, out_type=tf.int64)[0]
+            is_ascii = tf.strings.regex_full_match(texts, "[\\t\\n\\r -~]*")
+
+            def all_ascii():
+                return self._tokenize_ascii(texts), tf.zeros([n], tf.bool)
+
+            def mixed():
+                ascii_rows = tf.where(is_ascii)[:, 0]
+                other_rows = tf.where(tf.logical_not(is_ascii))[:, 0]
+                other_ids, other_inexact = self._tokenize_general(tf.gather(texts, other_rows))
+                ids = tf.concat([self._tokenize_ascii(tf.gather(texts, ascii_rows)), other_ids], 0)
+                order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], 0))
+                inexact = tf.scatter_nd(other_rows[:, None], other_inexact, [n])
+                return tf.gather(ids, order), inexact
+
+            return tf.cond(tf.reduce_all(is_ascii), all_ascii, mixed)
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
         def tokenize_with_check(self, texts):

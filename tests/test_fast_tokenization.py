@@ -112,6 +112,51 @@ def test_both_internal_routes_in_one_batch(tokenizers):
     assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)
 
 
+def test_ascii_lane(tokenizers):
+    """Printable-ASCII texts take tensorflow-text's own splitting with a 200-byte word limit."""
+    fast, full = tokenizers
+    assert fast_tokenization.ascii_lane_is_exact()
+    assert fast.module._ascii_end_to_end is not None
+    rng = random.Random(7)
+    pool = ([chr(c) for c in range(32, 127)] + list("\t\n\r")
+            + ["the", "un", "able", "##", "[CLS]", " ", "A" * 199, "b" * 200, "C" * 201])
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    texts += ["x" * n + p for n in range(196, 205) for p in ("", ".", " y")]
+    assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)
+    # Batches mixing both lanes keep the order of the texts.
+    mixed = [t + ("\u00e9" if i % 3 == 0 else "") for i, t in enumerate(texts[:500])]
+    assert fast.tokenize_to_ids(mixed) == reference_ids(full, mixed)
+
+
+def test_unusual_vocab_entries(tmp_path):
+    """Entries the original can never produce ("", "##", tokens with spaces) are harmless."""
+    path = write_vocab(tmp_path / "odd.txt", SMALL_VOCAB + ["##", "a b", "x", "##x", "\u00e9"])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n")  # a blank last line: the token "" (id len - 1), as the original reads it
+    fast = fast_tokenization.FastTokenizer(path, do_lower_case=False)
+    assert fast.vocab[""] == len(fast.vocab) - 1
+    texts = ["a b ## x#x \u00e9 unaffable", "", "  ", "#", "a\u00e9b", "[UNK] [CLS]x", "a  b",
+             "a\u3000b \u00e9 [UNK]"]
+    assert fast.tokenize_to_ids(texts) == reference_ids(fast.full_tokenizer, texts)
+    for lower in (True, False):
+        fast = fast_tokenization.FastTokenizer(path, do_lower_case=lower)
+        assert fast.tokenize_to_ids(texts) == reference_ids(fast.full_tokenizer, texts)
+
+
+@pytest.mark.parametrize("token,expected", [
+    (".", True), ("##.", False), ("[CLS]", False), ("a b", False), ("\u4e2d", True),
+    ("##\u4e2d", False), ("a", True), ("##a", True), ("##", False), ("", False), (" ", False),
+    ("x\x01", False), ("##ing", True), ("\u00e9", True), ("...", False), ("a.b", False),
+])
+def test_can_be_emitted(token, expected):
+    assert fast_tokenization.can_be_emitted(token) == expected
+
+
+def test_module_requires_unk():
+    with pytest.raises(tokenization.VocabError, match="no \\[UNK\\] entry"):
+        fast_tokenization.TokenizerModule({"a": 0, "b": 1})
+
+
 def test_final_sigma_in_graph(tokenizers):
     fast, full = tokenizers
     texts = ["\u039f\u0394\u03a5\u03a3\u03a3\u0395\u03a5\u03a3", "\u03a3", "\u0391\u03a3.",
