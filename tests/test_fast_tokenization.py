@@ -43,9 +43,22 @@ def vocab_file(tmp_path_factory):
     return write_vocab(tmp_path_factory.mktemp("vocab") / "vocab.txt", unique)
 
 
+_INSTANCES = {}
+
+
+def fast_tokenizer(vocab_file, lower):
+    """One FastTokenizer per (vocab, casing) for the whole module: construction and tracing
+    cost seconds."""
+    key = (str(vocab_file), lower)
+    if key not in _INSTANCES:
+        _INSTANCES[key] = fast_tokenization.FastTokenizer(str(vocab_file), do_lower_case=lower,
+                                                          batch_size=512)
+    return _INSTANCES[key]
+
+
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
 def tokenizers(request, vocab_file):
-    fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=request.param, batch_size=512)
+    fast = fast_tokenizer(vocab_file, request.param)
     return fast, fast.full_tokenizer
 
 
@@ -57,19 +70,20 @@ def reference_ids(full, texts):
 def test_golden_sample_uncased():
     import json
 
-    fast = fast_tokenization.FastTokenizer(str(UNCASED_VOCAB), do_lower_case=True)
+    fast = fast_tokenizer(UNCASED_VOCAB, True)
+    before = fast.num_fallbacks
     with open(SAMPLE_TEXT, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f]
     with open(GOLDEN, encoding="utf-8") as f:
         golden = [json.loads(line)["ids"] for line in f]
     assert fast.tokenize_to_ids(lines) == golden
-    assert fast.num_fallbacks == 0
+    assert fast.num_fallbacks == before
 
 
 @needs_shared
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
 def test_adversarial_corpus_matches_recorded_original(lower):
-    fast = fast_tokenization.FastTokenizer(str(UNCASED_VOCAB), do_lower_case=lower)
+    fast = fast_tokenizer(UNCASED_VOCAB, lower)
     key = ("uncased" if lower else "cased") + "_tokens"
     cases, expected = read_cases(), read_expected()
     got = fast.tokenize_to_ids([c["input"] for c in cases])
