@@ -119,7 +119,9 @@ def main(argv):
     LINES, nbytes, nfiles = build_corpus(FLAGS.corpus_roots, int(FLAGS.corpus_mb * 1e6))
     if nbytes < 2e6:
         raise SystemExit(f"only {nbytes} bytes of text found under {FLAGS.corpus_roots}; need 2 MB")
-    print(f"corpus: {nbytes / 1e6:.2f} MB, {len(LINES)} lines from {nfiles} files; "
+    n_ascii = sum(line.isascii() for line in LINES)
+    print(f"corpus: {nbytes / 1e6:.2f} MB, {len(LINES)} lines ({n_ascii} pure ASCII) from "
+          f"{nfiles} files; "
           f"vocab {FLAGS.vocab_file}; do_lower_case={FLAGS.do_lower_case}; "
           f"{os.cpu_count()} CPUs")
 
@@ -143,6 +145,19 @@ def main(argv):
         bad = sum(a != b for a, b in zip(fast_ids, ours_ids))
         raise SystemExit(f"MISMATCH: FastTokenizer differs from FullTokenizer on {bad} lines")
     checks = ["FastTokenizer ids == FullTokenizer ids"]
+
+    # The general route alone (every text decoded, mapped per character, re-encoded), as for
+    # text that is not printable ASCII.
+    general = fast_tokenization.FastTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+                                              batch_size=FLAGS.batch_size, ascii_lane=False)
+    general.tokenize_to_ids(LINES[:16])
+    start = time.perf_counter()
+    general_ids = general.tokenize_to_ids(LINES)
+    rows.append(("bert_tf FastTokenizer, general route only (ascii_lane=False)",
+                 time.perf_counter() - start))
+    if general_ids != ours_ids:
+        raise SystemExit("MISMATCH: FastTokenizer(ascii_lane=False) differs from FullTokenizer")
+    checks.append("FastTokenizer(ascii_lane=False) ids == FullTokenizer ids")
 
     baseline = "bert_tf FullTokenizer"
     if FLAGS.original_repo:

@@ -1,44 +1,54 @@
 """A fast WordPiece tokenizer on tensorflow-text, with exactly `FullTokenizer`'s ids.
 
 `FastTokenizer(vocab_file, do_lower_case)` tokenizes batches in TensorFlow ops
-(`tokenize_to_ids`), and `FastTokenizer.module` (a `tf.Module`, `TokenizerModule`) holds the
+(`tokenize_to_ids`), and `FastTokenizer.module` (a `tf.Module`, see `TokenizerModule`) holds the
 same computation for a `tf.function` or a SavedModel: texts tf.string [N] -> tf.RaggedTensor of
 int64 ids [N, None].
 
-How equality with the original is ensured (rather than trusting tensorflow-text's own BERT
-normalizer, whose Unicode tables, control/whitespace/punctuation/CJK definitions and case
-folding differ from Python's `str.lower` + `unicodedata` that the original uses):
+How equality with the original is ensured. tensorflow-text's own BERT normalization is not
+used: its Unicode tables (ICU), its control/whitespace/punctuation/CJK definitions and its case
+folding differ from Python's `str.lower` + `unicodedata`, which define the original. Instead:
 
-1. Everything the original does before WordPiece is, per character, a fixed mapping, with two
-   exceptions handled below. Cleaning (drop NUL, U+FFFD, Cc/Cf; whitespace -> space), spaces
-   around the original's CJK ranges, and, with do_lower_case, `str.lower`, NFD and dropping Mn,
-   and finally spaces around punctuation: we evaluate that chain with Python's own
-   `unicodedata` for every code point 0..U+10FFFF once, at construction, into a gather table
-   code point -> output code points. In the graph: UTF-8 decode, gather, UTF-8 encode, split on
-   spaces. The table is built by the very functions `bert_tf.tokenization` uses, so it cannot
-   disagree with them on any single character.
-2. The exceptions, both only with do_lower_case:
-   * Greek capital sigma: `str.lower` maps U+03A3 to final sigma U+03C2 or to U+03C3 depending
-     on the surrounding cased / case-ignorable characters of the word. The graph evaluates the
-     same rule (previous and next non-case-ignorable character, within the text, ignoring the
-     characters cleaning removes, CJK and whitespace as boundaries); the cased / case-ignorable
-     classes are read off Python's `str.lower` itself, by probing it per code point.
-   * NFD's canonical reordering: it can only change the output when two surviving (non-Mn)
+1. General route. Everything the original does before WordPiece is, character by character, a
+   fixed mapping (two exceptions below): cleaning (drop NUL, U+FFFD, Cc/Cf; whitespace -> space),
+   spaces around its CJK ranges, with do_lower_case `str.lower` + NFD + dropping Mn, then spaces
+   around punctuation. We evaluate that chain for every code point 0..U+10FFFF once, with the
+   same helper functions `bert_tf.tokenization` uses, into a gather table (code point -> output
+   code points). In the graph: UTF-8 decode, gather, UTF-8 encode; the words of the result,
+   split on spaces, are exactly the original's.
+   Exceptions, both only with do_lower_case:
+   * Greek capital sigma: `str.lower` gives final sigma U+03C2 or U+03C3 depending on the
+     neighbouring cased / case-ignorable characters. The graph evaluates the same rule (previous
+     and next character that is not case-ignorable, within the text, skipping characters that
+     cleaning removes, whitespace and CJK as word boundaries); the classes are read off
+     `str.lower` itself by probing it per code point.
+   * NFD's canonical reordering can only change the output when two surviving (non-Mn)
      characters with a non-zero combining class meet (a handful of Mc code points: musical
-     symbols, Hangul tone marks, ...). A text with two or more such characters is flagged:
-     `tokenize_to_ids` gives it to `FullTokenizer`; in the graph, `TokenizerModule.__call__`
-     raises (`tokenize_with_check` returns the flag instead).
-3. Undecodable bytes: `tokenize_to_ids` decodes bytes in Python exactly as the original
-   (UTF-8, errors ignored) before handing valid UTF-8 to TensorFlow; `str` with lone surrogates
-   (not encodable) goes to `FullTokenizer`. In the graph, TensorFlow's decoder drops the same
-   maximal invalid subsequences as Python's (checked by tests on fuzzed bytes).
-4. Words: split on spaces (after step 1 every separator is a space). A word longer than 200
-   code points becomes `[UNK]` (measured in code points, as the original; tensorflow-text's limit
-   is in bytes, so it is set high and never triggers). Each remaining word goes through
-   `FastWordpieceTokenizer(no_pretokenization=True)`, which is greedy longest-match-first with
-   `##` continuations and `[UNK]` for a word it cannot cover -- the original's algorithm.
-   Vocab entries the original can never emit ("" and a bare "##") are replaced by unmatchable
-   placeholders so tensorflow-text cannot use them either.
+     symbols, Hangul tone marks...). A text with two or more of them is flagged: `FastTokenizer`
+     gives it to `FullTokenizer`; in the graph `TokenizerModule.__call__` raises
+     (`tokenize_with_check` returns the flag instead).
+2. WordPiece. Words go to `FastWordpieceTokenizer`, greedy longest-match-first with `##`
+   continuations and the unknown token for a word it cannot cover, as the original. Its
+   end-to-end mode (it splits words itself, faster) is used on a text only when that splitting
+   provably equals a split on spaces: every code point is probed once on the installed
+   tensorflow-text ("a" + c + "a" with a 3-entry vocab); a text with an output character it
+   would split at but the original does not (other than characters that are a word on their
+   own anyway) takes the split-on-spaces route with `no_pretokenization=True`. So does a text
+   with a word over 200 code points; there such words are replaced by the unknown token
+   (tensorflow-text's limit counts bytes, the original's code points).
+   Vocab entries the original can never emit (empty, "##", anything with whitespace,
+   punctuation or CJK inside a longer token, "[CLS]"-style entries...) are replaced by
+   unmatchable placeholders (tensorflow-text would, for instance, match an entry "a b" across
+   two words); the unknown token itself is kept.
+3. Printable-ASCII lane. A text of printable ASCII, tab, newline and CR only needs none of the
+   above: the original's steps reduce to ASCII lower-casing and splitting on whitespace and
+   ASCII punctuation, which the probe confirms is exactly what the end-to-end tokenizer does on
+   ASCII (checked at construction; if not, the lane is off). These texts are lower-cased with
+   `tf.strings.lower` and tokenized end to end with a 200-byte word limit (= 200 characters).
+4. Undecodable bytes: `FastTokenizer` decodes bytes in Python exactly as the original (UTF-8,
+   errors ignored) before handing valid UTF-8 to TensorFlow; a `str` with lone surrogates (not
+   encodable) goes to `FullTokenizer`. In the graph, TensorFlow's decoder with errors="ignore"
+   drops the same bytes as Python's (checked by tests on fuzzed bytes).
 
 The tables depend on the Python `unicodedata` version (`unicodedata.unidata_version`) of the
 process that builds them; a SavedModel keeps the tables it was built with.
@@ -196,8 +206,7 @@ def e2e_char_kinds():
         unknown_token="[UNK]", no_pretokenization=False)
     cps = np.arange(MAX_CODE_POINT + 1)
     cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
-    texts = np.char.add(np.char.add("a", np.vectorize(chr, otypes=[object])(cps).astype(str)), "a")
-    ids = probe.tokenize(np.char.encode(texts, "utf-8"))
+    ids = probe.tokenize(tf.constant([("a%sa" % chr(c)).encode("utf-8") for c in cps.tolist()]))
     lengths = ids.row_lengths().numpy()
     flat = np.concatenate([ids.flat_values.numpy(), [-1, -1]])
     begin = ids.row_splits.numpy()[:-1]
@@ -308,7 +317,7 @@ def _make_module_class():
 
         def __init__(self, vocab, do_lower_case=True, unk_token=tokenization.UNK_TOKEN,
                      max_input_chars_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD,
-                     name="bert_tokenizer"):
+                     ascii_lane=True, name="bert_tokenizer"):
             super().__init__(name=name)
             if unk_token not in vocab:
                 raise tokenization.VocabError(
@@ -321,12 +330,12 @@ def _make_module_class():
             self._out_len = tf.constant(tables["out_len"])
             self._out_flat = tf.constant(tables["out_flat"])
             self._case_class = tf.constant(tables["case_class"])
-            if ascii_lane_is_exact():
+            if ascii_lane and ascii_lane_is_exact():
                 self._ascii_end_to_end = tf_text.FastWordpieceTokenizer(
                     vocab=_fast_wordpiece_vocab(vocab, unk_token), suffix_indicator="##",
                     max_bytes_per_word=self.max_input_chars_per_word,
                     token_out_type=tf.int64, unknown_token=unk_token, no_pretokenization=False)
-            else:  # a tensorflow-text that splits ASCII differently: general route only
+            else:  # off, or a tensorflow-text that splits ASCII differently: general route only
                 self._ascii_end_to_end = None
             self._flags = tf.constant(_char_flags(tables, e2e_unsafe_table(self.do_lower_case)))
             self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -506,6 +515,8 @@ class FastTokenizer:
       do_lower_case: as for FullTokenizer.
       batch_size: texts per TensorFlow call.
       num_threads: batches tokenized at once (default: min(2, CPU count)).
+      ascii_lane: send printable-ASCII texts through tensorflow-text's own splitting (exact,
+        see module docstring; off only to measure the general route).
 
     Attributes:
       vocab: dict token -> id; inv_vocab: dict id -> token.
@@ -513,14 +524,16 @@ class FastTokenizer:
       module: the in-graph TokenizerModule (tf.Module).
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, batch_size=_BATCH_TEXTS, num_threads=None):
+    def __init__(self, vocab_file, do_lower_case=True, batch_size=_BATCH_TEXTS, num_threads=None,
+                 ascii_lane=True):
         self.full_tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
         self.vocab = self.full_tokenizer.vocab
         self.inv_vocab = self.full_tokenizer.inv_vocab
         self.do_lower_case = do_lower_case
         self.batch_size = int(batch_size)
         self.num_threads = int(num_threads or min(2, os.cpu_count() or 1))
-        self.module = TokenizerModule(self.vocab, do_lower_case=do_lower_case)
+        self.module = TokenizerModule(self.vocab, do_lower_case=do_lower_case,
+                                      ascii_lane=ascii_lane)
         self.num_fallbacks = 0  # texts handed to FullTokenizer so far (for the curious)
 
     def _run_batches(self, batches):

@@ -142,6 +142,16 @@ def test_ascii_lane(tokenizers):
     assert fast.tokenize_to_ids(mixed) == reference_ids(full, mixed)
 
 
+def test_general_route_on_ascii(vocab_file):
+    """With the ASCII lane off, ASCII text takes the general route: same ids."""
+    fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=True, ascii_lane=False)
+    assert fast.module._ascii_end_to_end is None
+    rng = random.Random(8)
+    pool = [chr(c) for c in range(32, 127)] + list("\t\n\r\x0b\x1f") + ["the", "A" * 199, "b" * 201]
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 30))) for _ in range(1500)]
+    assert fast.tokenize_to_ids(texts) == reference_ids(fast.full_tokenizer, texts)
+
+
 def test_unusual_vocab_entries(tmp_path):
     """Entries the original can never produce ("", "##", tokens with spaces) are harmless."""
     path = write_vocab(tmp_path / "odd.txt", SMALL_VOCAB + ["##", "a b", "x", "##x", "\u00e9"])
