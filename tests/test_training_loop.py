@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def assert_matches_golden(ours, golden):
 
 @needs_golden
 @pytest.mark.slow
-def test_three_steps_match_the_original(tmp_path):
+def test_three_steps_match_the_original_and_its_checkpoint_resumes(tmp_path):
     out = run_driver(golden_args(tmp_path / "out"))
     expected = json.loads((GOLDEN_TRAIN / "expected_losses.json").read_text())
     for (step, ours), golden in zip(out["history"], expected["steps"]):
@@ -76,6 +77,30 @@ def test_three_steps_match_the_original(tmp_path):
     ours = read_checkpoint(tmp_path / "out" / "model.ckpt-3")
     golden = read_checkpoint(GOLDEN_TRAIN / "after_3_steps.ckpt")
     assert_matches_golden(ours, golden)
+
+    # after_3_steps.ckpt is a training checkpoint of the original run_pretraining.py
+    # (weights, adam_m/v, global_step; no input position). Resuming it must continue exactly
+    # like resuming our own step-3 checkpoint with its input position removed.
+    ours_dir = tmp_path / "out"
+    for path in ours_dir.glob("model.ckpt-*"):
+        if not path.name.startswith("model.ckpt-3.") or ".input-" in path.name:
+            path.unlink()
+    (ours_dir / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n'
+                                         'all_model_checkpoint_paths: "model.ckpt-3"\n')
+    original = tmp_path / "original"
+    original.mkdir()
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(GOLDEN_TRAIN / f"after_3_steps.ckpt{suffix}", original / f"model.ckpt-3{suffix}")
+    (original / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
+    resumed = [run_driver(golden_args(d, save_checkpoints_steps=6, iterations_per_loop=4))
+               for d in (ours_dir, original)]
+    for out in resumed:
+        assert [s for s, _ in out["history"]] == [3, 4, 5, 6, 7, 8, 9]
+        assert out["history"][0][1]["learning_rate"] == pytest.approx(7e-4, rel=1e-6)
+    a = read_checkpoint(ours_dir / "model.ckpt-10")
+    b = read_checkpoint(original / "model.ckpt-10")
+    assert int(b["global_step"]) == 10
+    assert_matches_golden(b, a)
 
 
 @needs_golden
@@ -213,35 +238,3 @@ def test_multi_worker_mirrored_two_local_workers_agree(tmp_path):
     for name in w0.files:
         np.testing.assert_array_equal(w1[name], w0[name], err_msg=name)
         np.testing.assert_array_equal(chief[name.replace("|", "/")], w0[name], err_msg=name)
-
-
-@needs_golden
-@pytest.mark.slow
-def test_resumes_a_training_checkpoint_of_the_original(tmp_path):
-    """after_3_steps.ckpt was written by the original run_pretraining.py (weights, adam_m/v,
-    global_step; no input position). Resuming it must continue exactly like resuming our own
-    step-3 checkpoint with the input position removed."""
-    import shutil
-
-    ours = tmp_path / "ours"
-    run_driver(golden_args(ours, num_train_steps=10, save_checkpoints_steps=3))
-    for path in ours.glob("model.ckpt-*"):
-        if not path.name.startswith("model.ckpt-3.") or ".input-" in path.name:
-            path.unlink()
-    (ours / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n'
-                                     'all_model_checkpoint_paths: "model.ckpt-3"\n')
-    original = tmp_path / "original"
-    original.mkdir()
-    for suffix in (".index", ".data-00000-of-00001"):
-        shutil.copy(GOLDEN_TRAIN / f"after_3_steps.ckpt{suffix}", original / f"model.ckpt-3{suffix}")
-    (original / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
-
-    results = [run_driver(golden_args(d, num_train_steps=10, save_checkpoints_steps=6))
-               for d in (ours, original)]
-    for out in results:
-        assert [s for s, _ in out["history"]] == [3, 4, 5, 6, 7, 8, 9]
-        assert out["history"][0][1]["learning_rate"] == pytest.approx(7e-4, rel=1e-6)
-    a = read_checkpoint(ours / "model.ckpt-10")
-    b = read_checkpoint(original / "model.ckpt-10")
-    assert int(b["global_step"]) == 10
-    assert_matches_golden(b, a)

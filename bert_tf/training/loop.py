@@ -370,6 +370,7 @@ class Pretrainer:
         to keep_checkpoint_max. Returns the prefix."""
         step = int(self.global_step.numpy())
         prefix = os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-{step}")
+        tf.io.gfile.makedirs(self.options.output_dir)
         if stream is not None and stream.checkpointable:
             self._input_checkpoint(stream).write(self._input_state_prefix(prefix))
         self._barrier()
@@ -539,6 +540,7 @@ class Pretrainer:
         for key in sorted(results):
             logging.info("  %s = %s", key, results[key])
         if self.is_chief:
+            tf.io.gfile.makedirs(opts.output_dir)
             path = metrics.write_eval_results(opts.output_dir, results)
             logging.info("Wrote %s", path)
             writer = self._writer("eval")
