@@ -251,6 +251,16 @@ def ascii_lane_is_exact():
     return all(kinds[ord(c)] == _SPLIT_AS_SPACE for c in "\t\n\r")
 
 
+def _padded_table(tables):
+    """int32 [0x110001, max output length]: each code point's output code points, -1 padded."""
+    out_len, out_start, out_flat = tables["out_len"], tables["out_start"], tables["out_flat"]
+    padded = np.full((len(out_len), int(out_len.max())), -1, np.int32)
+    for k in range(padded.shape[1]):
+        has = out_len > k
+        padded[has, k] = out_flat[out_start[has].astype(np.int64) + k]
+    return padded
+
+
 def _char_flags(tables, e2e_unsafe):
     """int32 [0x110001] per input code point: bit 0 (1) if an output character is in
     `e2e_unsafe`, bit 1 (2) if NFD may reorder it (`tables["reorder"]`)."""
@@ -326,9 +336,7 @@ def _make_module_class():
             self.do_lower_case = bool(do_lower_case)
             self.unk_token = unk_token
             self.max_input_chars_per_word = int(max_input_chars_per_word)
-            self._out_start = tf.constant(tables["out_start"])
-            self._out_len = tf.constant(tables["out_len"])
-            self._out_flat = tf.constant(tables["out_flat"])
+            self._out_padded = tf.constant(_padded_table(tables))
             self._case_class = tf.constant(tables["case_class"])
             if ascii_lane and ascii_lane_is_exact():
                 self._ascii_end_to_end = tf_text.FastWordpieceTokenizer(
@@ -388,11 +396,11 @@ def _make_module_class():
             row_splits = cps.row_splits
             if self.do_lower_case:
                 flat = self._final_sigma(flat, row_splits)
-            lens = tf.gather(self._out_len, flat)
-            starts = tf.gather(self._out_start, flat)
-            pieces = tf.ragged.range(starts, starts + lens)
-            out = tf.gather(self._out_flat, pieces.flat_values)
-            out_ends = tf.concat([[0], tf.cumsum(tf.cast(lens, tf.int64))], 0)
+            mapped = tf.gather(self._out_padded, flat)  # [C, width], -1 = nothing
+            present = mapped >= 0
+            out = tf.gather(tf.reshape(mapped, [-1]), tf.where(tf.reshape(present, [-1]))[:, 0])
+            lens = tf.reduce_sum(tf.cast(present, tf.int64), axis=1)
+            out_ends = tf.concat([[0], tf.cumsum(lens)], 0)
             out_rows = tf.RaggedTensor.from_row_splits(
                 out, tf.gather(out_ends, row_splits), validate=False)
             normalized = tf.strings.unicode_encode(out_rows, "UTF-8")
@@ -408,8 +416,16 @@ def _make_module_class():
                 tf.bitwise.right_shift(flagged_values, 1), flagged_rows, n) >= 2
             # Texts tensorflow-text's own word splitting would treat differently, or with a word
             # over the length limit, take the split-then-WordPiece path.
-            long_word = tf.strings.regex_full_match(
-                normalized, "(?s).*[^ ]{%d}.*" % (self.max_input_chars_per_word + 1))
+            # Longest run without a space over the concatenated texts bounds every word's length
+            # (a run may span two texts); only when it exceeds the limit look per text.
+            space_pos = tf.where(tf.equal(out, 32))[:, 0]
+            bounds = tf.concat([[-1], space_pos, [tf.size(out, out_type=tf.int64)]], 0)
+            longest_run = tf.reduce_max(bounds[1:] - bounds[:-1]) - 1
+            long_word = tf.cond(
+                longest_run > self.max_input_chars_per_word,
+                lambda: tf.strings.regex_full_match(
+                    normalized, "(?s).*[^ ]{%d}.*" % (self.max_input_chars_per_word + 1)),
+                lambda: tf.zeros([n], tf.bool))
             return normalized, e2e_unsafe | long_word, inexact
 
         def _split_path(self, normalized):
