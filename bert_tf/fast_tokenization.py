@@ -577,6 +577,7 @@ class FastTokenizer:
         `[full.convert_tokens_to_ids(full.tokenize(t)) for t in texts]`."""
         if isinstance(texts, (str, bytes)):
             raise TypeError("tokenize_to_ids takes a sequence of texts, not a single text")
+        texts = list(texts)
         encoded = []
         fallback = []
         for i, text in enumerate(texts):
