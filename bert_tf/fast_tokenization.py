@@ -226,10 +226,15 @@ def e2e_unsafe_table(do_lower_case):
     split a word of the normalized text that a split on spaces would not.
 
     Characters the original always surrounds with spaces (punctuation, its CJK ranges) are
-    exempt: splitting around a word of one character changes nothing; so is the space itself.
+    exempt when the tokenizer splits them off as a word of their own: splitting around a word
+    of one character changes nothing; so is the space itself.
     """
-    unsafe = (e2e_char_kinds() != _ORDINARY).astype(np.int32)
-    unsafe[build_char_tables(do_lower_case)["always_spaced"] == 1] = 0
+    kinds = e2e_char_kinds()
+    unsafe = (kinds != _ORDINARY).astype(np.int32)
+    # A character that is always a word on its own is safe if the tokenizer keeps it as a word
+    # (not if it drops it like a space).
+    spaced = build_char_tables(do_lower_case)["always_spaced"] == 1
+    unsafe[spaced & (kinds == _SPLIT_AS_PUNCTUATION)] = 0
     unsafe[ord(" ")] = 0  # the word separator of the normalized text
     return unsafe
 
