@@ -95,7 +95,7 @@ def main(argv):
         )
         checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
     except (PretrainingError, BertConfigError, CheckpointError, StrategyError,
-            input_pipeline.InputError) as e:
+            input_pipeline.InputError, FloatingPointError) as e:
         print(f"run_pretraining.py: error: {e}", file=sys.stderr)
         return 1
     if checkpoint:

@@ -40,6 +40,22 @@ def assert_error(proc, *patterns):
     assert "Traceback" not in proc.stderr
 
 
+def scalar_tags(logdir):
+    """{tag: [steps]} of the TensorBoard scalar summaries under `logdir`."""
+    import tensorflow as tf
+    from tensorflow.core.util import event_pb2
+
+    tags = {}
+    for path in logdir.glob("events.out.tfevents.*"):
+        for record in tf.data.TFRecordDataset(str(path)):
+            event = event_pb2.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                assert value.metadata.plugin_data.plugin_name == "scalars"
+                assert tf.make_ndarray(value.tensor).shape == ()
+                tags.setdefault(value.tag, []).append(event.step)
+    return tags
+
+
 @pytest.mark.slow
 def test_train_eval_and_resume_through_the_command_line(setup):
     tmp_path, base = setup
@@ -57,8 +73,11 @@ def test_train_eval_and_resume_through_the_command_line(setup):
     assert sorted(results) == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                                "next_sentence_accuracy", "next_sentence_loss"]
     assert results["global_step"] == "4"
-    assert list((out / "train").glob("events.out.tfevents.*"))
-    assert list((out / "eval").glob("events.out.tfevents.*"))
+    tags = scalar_tags(out / "train")
+    assert {"loss", "masked_lm_loss", "next_sentence_loss", "learning_rate",
+            "examples_per_sec"} <= set(tags)
+    assert sorted(tags["loss"]) == [1, 2, 3, 4]
+    assert set(scalar_tags(out / "eval")) >= {"masked_lm_accuracy", "loss"}
     # More steps with the same output_dir continue from step 4.
     flags = [f for f in base if not f.startswith("--num_train_steps")]
     proc = run_script(*flags, "--num_train_steps=6", "--do_train")
