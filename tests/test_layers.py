@@ -40,7 +40,7 @@ def _layers():
         BertEmbeddings(37, H, 2, 20, 0.1, 0.02),
         SelfAttention(H, A, 0.1, 0.02),
         TransformerBlock(H, A, I, "relu", 0.1, 0.1, 0.02),
-        TransformerEncoder(2, H, A, I, "tanh", 0.1, 0.1, 0.02),
+        TransformerEncoder(2, hidden_size=H, num_attention_heads=A, intermediate_size=I, hidden_act="tanh"),
         Pooler(H, 0.02),
     ]
 
@@ -134,7 +134,7 @@ def test_block_is_post_layer_norm_with_dropout_only_in_training():
 
 
 def test_encoder_returns_every_layer():
-    encoder = TransformerEncoder(3, H, A, I)
+    encoder = TransformerEncoder(3, hidden_size=H, num_attention_heads=A, intermediate_size=I)
     outputs = encoder(_random([2, 5, H]), tf.ones([2, 5], tf.int32))
     assert len(outputs) == 3 and all(tuple(o.shape) == (2, 5, H) for o in outputs)
     assert [b.name for b in encoder.blocks] == ["layer_0", "layer_1", "layer_2"]

@@ -8,42 +8,26 @@ from bert_tf.layers.transformer import TransformerBlock
 class TransformerEncoder(keras.layers.Layer):
     """L `TransformerBlock`s; returns every block's output (the original's all_encoder_layers).
 
+    Args:
+      num_hidden_layers: L.
+      **block_args: the arguments of `TransformerBlock` (hidden_size, num_attention_heads,
+        intermediate_size, hidden_act, dropout probabilities, initializer_range), the same for
+        every block.
     Block i carries the original name prefix `bert/encoder/layer_<i>/`.
     """
 
-    def __init__(
-        self,
-        num_hidden_layers,
-        hidden_size,
-        num_attention_heads,
-        intermediate_size,
-        hidden_act="gelu",
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        initializer_range=0.02,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
+    def __init__(self, num_hidden_layers, name=None, dtype=None, trainable=True, **block_args):
+        super().__init__(name=name, dtype=dtype, trainable=trainable)
         self.num_hidden_layers = num_hidden_layers
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.initializer_range = initializer_range
+        self.block_args = block_args
         self.blocks = [
-            TransformerBlock(
-                hidden_size, num_attention_heads, intermediate_size, hidden_act,
-                hidden_dropout_prob, attention_probs_dropout_prob, initializer_range,
-                name=f"layer_{i}",
-            )
+            TransformerBlock(**block_args, dtype=dtype, name=f"layer_{i}")
             for i in range(num_hidden_layers)
         ]
 
     def build(self, input_shape=None):
         for block in self.blocks:
-            block.build((None, None, self.hidden_size))
+            block.build()
         self.built = True
 
     def call(self, hidden_states, input_mask, training=False):
@@ -59,14 +43,5 @@ class TransformerEncoder(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            num_hidden_layers=self.num_hidden_layers,
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-        )
+        config.update(num_hidden_layers=self.num_hidden_layers, **self.block_args)
         return config
