@@ -263,3 +263,16 @@ def test_input_errors(tokenizers):
     with pytest.raises(ValueError, match="text 1 has unsupported type int"):
         fast.tokenize_to_ids(["a", 3])
     assert fast.tokenize_to_ids([]) == []
+
+
+@pytest.mark.slow
+def test_every_code_point(tokenizers):
+    """Each of the 1,112,064 scalar values, doubled inside a word, and after a capital letter
+    before a combining accent and a capital sigma: the fast path equals FullTokenizer."""
+    fast, full = tokenizers
+    texts = [f"x{c}{c}y A{c}\u0301\u03a3"
+             for c in map(chr, range(0x110000)) if not "\ud800" <= c <= "\udfff"]
+    assert len(texts) == 1_112_064
+    got = fast.tokenize_to_ids(texts)
+    bad = [t for t, ids in zip(texts, got) if ids != full.tokenize_to_ids(t)]
+    assert not bad, [repr(t) for t in bad[:10]]
