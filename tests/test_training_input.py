@@ -115,5 +115,6 @@ def test_batch_must_split_over_replicas(records):
     class FakeStrategy:
         num_replicas_in_sync = 3
 
-    with pytest.raises(InputError, match="not divisible by the 3 replicas"):
-        InputStream(FakeStrategy(), [records], 16, 3, 8, is_training=True)
+    with pytest.raises(InputError, match="--eval_batch_size=8 is not divisible by the 3 replicas"):
+        InputStream(FakeStrategy(), [records], 16, 3, 8, is_training=False,
+                    batch_flag="--eval_batch_size")

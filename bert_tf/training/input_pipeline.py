@@ -199,16 +199,18 @@ class InputStream:
       strategy: the tf.distribute strategy.
       global_batch_size: records per step over all replicas.
       worker_index, num_workers: this worker among all (each reads a disjoint part).
+      max_batches: stop after this many global batches (eval).
+      batch_flag: how to name the batch size in errors (e.g. "--train_batch_size").
       Other arguments as `make_dataset`.
     """
 
     def __init__(self, strategy, input_files, max_seq_length, max_predictions_per_seq,
                  global_batch_size, is_training, shuffle_buffer_size=100, seed=None,
-                 worker_index=0, num_workers=1, max_batches=None):
+                 worker_index=0, num_workers=1, max_batches=None, batch_flag="batch size"):
         replicas = strategy.num_replicas_in_sync
         if global_batch_size % replicas:
             raise InputError(
-                f"batch size {global_batch_size} is not divisible by the {replicas} replicas "
+                f"{batch_flag}={global_batch_size} is not divisible by the {replicas} replicas "
                 "of the strategy: choose a multiple"
             )
         self.strategy = strategy

@@ -426,6 +426,7 @@ class Pretrainer:
             self.strategy, opts.input_files, opts.max_seq_length, opts.max_predictions_per_seq,
             opts.train_batch_size, is_training=True, shuffle_buffer_size=opts.shuffle_buffer_size,
             seed=opts.seed, worker_index=self.worker_index, num_workers=self.num_workers,
+            batch_flag="--train_batch_size",
         )
         if resumed:
             self._restore_input_state(resumed, stream)
@@ -509,6 +510,7 @@ class Pretrainer:
             self.strategy, opts.input_files, opts.max_seq_length, opts.max_predictions_per_seq,
             opts.eval_batch_size, is_training=False, worker_index=self.worker_index,
             num_workers=self.num_workers, max_batches=opts.max_eval_steps,
+            batch_flag="--eval_batch_size",
         )
         eval_function = self.make_eval_function(stream)
         limit = opts.max_eval_steps
