@@ -310,7 +310,8 @@ class BasicTokenizer:
 class WordpieceTokenizer:
     """Greedy longest-match-first WordPiece over a vocab (step 7 of the module docstring)."""
 
-    def __init__(self, vocab, unk_token=UNK_TOKEN, max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD):
+    def __init__(self, vocab, unk_token=UNK_TOKEN,
+                 max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD):
         self.vocab = vocab
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word

@@ -54,7 +54,7 @@ def _load_learner():
 
 
 def expand_input_files(input_file):
-    """Comma-separated paths or glob patterns -> sorted list of files (as create_pretraining_data)."""
+    """Comma-separated paths or glob patterns -> list of files (sorted within each pattern)."""
     patterns = [p.strip() for p in str(input_file).split(",") if p.strip()]
     if not patterns:
         raise VocabBuildError("--input_file is empty; expected comma-separated paths or globs")
@@ -212,7 +212,8 @@ def _define_flags():
     flags.DEFINE_string("input_file", None,
                         "Corpus: comma-separated text files or globs, read line by line.")
     flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")
-    flags.DEFINE_integer("vocab_size", None, "Largest vocab size wanted (reserved tokens included).")
+    flags.DEFINE_integer("vocab_size", None,
+                         "Largest vocab size wanted (reserved tokens included).")
     flags.DEFINE_bool("do_lower_case", True,
                       "Lower-case and strip accents (uncased model) or not (cased model); use "
                       "the same value when tokenizing.")

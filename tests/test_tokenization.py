@@ -43,7 +43,8 @@ def read_cases():
     with open(DATA / "adversarial.jsonl", encoding="utf-8") as f:
         for line in f:
             case = json.loads(line)
-            case["input"] = bytes.fromhex(case["bytes_hex"]) if "bytes_hex" in case else case["text"]
+            case["input"] = (bytes.fromhex(case["bytes_hex"]) if "bytes_hex" in case
+                             else case["text"])
             cases.append(case)
     return cases
 
