@@ -143,6 +143,15 @@ def test_sharded_mode_is_deterministic_and_different(tmp_path):
     assert len(records) == summary.num_instances > 0
     assert summary.num_documents == 3
   assert runs[0] == runs[1], "same N and seed must give the same output"
+  # The command line (no TensorFlow loaded: workers are forked; here they were spawned).
+  out = tmp_path / "cli.tfrecord"
+  result = subprocess.run(
+      [sys.executable, str(REPO / "create_pretraining_data.py"),
+       f"--input_file={_shared_data('sample_text.txt')}", f"--output_file={out}",
+       f"--vocab_file={_shared_data('uncased_vocab.txt')}", "--dupe_factor=4",
+       "--num_workers=2"], capture_output=True, text=True, cwd=REPO, timeout=300)
+  assert result.returncode == 0, result.stderr
+  assert [Path(f"{out}-0000{i}-of-00002").read_bytes() for i in range(2)] == runs[0]
   assert b"".join(runs[0]) != (tmp_path / "one.tfrecord").read_bytes()
   assert not [n for n in os.listdir(tmp_path) if n.endswith(writer.INCOMPLETE_SUFFIX)]
 

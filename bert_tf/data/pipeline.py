@@ -266,7 +266,8 @@ def run_shard(options, input_files, shard_index):
   logging.set_verbosity(logging.INFO)
   n = options.num_workers
   prefix = f"[shard {shard_index + 1}/{n}] "
-  tokenizer = load_tokenizer(options.vocab_file, options.do_lower_case, options.tokenizer)
+  tokenizer = _FORKED_TOKENIZER or load_tokenizer(options.vocab_file, options.do_lower_case,
+                                                  options.tokenizer)
   corpus = _read(options, input_files, tokenizer, shard_index, n, prefix)
   num_documents = corpus.num_documents
   if num_documents == 0:
@@ -287,7 +288,23 @@ def run_shard(options, input_files, shard_index):
   return num_documents, total
 
 
-def _run_sharded(options, input_files, out_paths):
+_FORKED_TOKENIZER = None  # set in the parent just before forking workers
+
+
+def _start_method():
+  """"fork" when it is safe (one thread, no TensorFlow loaded): workers then skip Python's
+  start-up, the imports and the vocab load; "spawn" otherwise."""
+  import sys  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+
+  if ("fork" in multiprocessing.get_all_start_methods() and
+      threading.active_count() == 1 and "tensorflow" not in sys.modules):
+    return "fork"
+  return "spawn"
+
+
+def _run_sharded(options, input_files, out_paths, tokenizer):
+  global _FORKED_TOKENIZER
   n = options.num_workers
   logging.info("*** Reading from input files (%d shards) ***", n)
   for path in input_files:
@@ -295,10 +312,15 @@ def _run_sharded(options, input_files, out_paths):
   logging.info("*** Writing to output files ***")
   for path in out_paths:
     logging.info("  %s", path)
-  context = multiprocessing.get_context("spawn")
+  method = _start_method()
+  context = multiprocessing.get_context(method)
   try:
-    with context.Pool(n) as pool:
-      results = pool.starmap(run_shard, [(options, input_files, i) for i in range(n)])
+    _FORKED_TOKENIZER = tokenizer if method == "fork" else None
+    try:
+      with context.Pool(n) as pool:
+        results = pool.starmap(run_shard, [(options, input_files, i) for i in range(n)])
+    finally:
+      _FORKED_TOKENIZER = None
     num_documents = sum(r[0] for r in results)
     if num_documents == 0:
       raise DataError(f"--input_file: no non-empty document in {input_files}")
@@ -328,6 +350,5 @@ def create_pretraining_data(options):
   if options.num_workers == 1:
     summary = _run_identical(options, input_files, out_paths, tokenizer)
   else:
-    del tokenizer  # each worker loads its own
-    summary = _run_sharded(options, input_files, out_paths)
+    summary = _run_sharded(options, input_files, out_paths, tokenizer)
   return summary
