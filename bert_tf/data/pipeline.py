@@ -28,6 +28,7 @@ from bert_tf.data import writer as writer_lib
 from bert_tf.data.documents import DataError
 
 NUM_LOGGED_EXAMPLES = 20
+WORD_CACHE_SIZE = 1_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +121,10 @@ def load_tokenizer(vocab_file, do_lower_case, kind="auto"):
       except ImportError as e:
         raise DataError(f"--tokenizer=fast: the fast tokenizer is unavailable ({e})") from None
       return fast_tokenization.FastTokenizer(vocab_file, do_lower_case=do_lower_case)
-    return tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+    # A corpus has many more distinct words than a fine-tuning set: a cache that holds them
+    # all (1M words is ~0.1 GB at most) avoids re-tokenizing frequent words after a reset.
+    return tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case,
+                                      cache_size=WORD_CACHE_SIZE)
   except tokenization.VocabError as e:
     raise DataError(f"--vocab_file: {e}") from None
 
