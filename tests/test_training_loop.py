@@ -150,14 +150,15 @@ def _state_lists(output_dir, step):
 
 @pytest.mark.slow
 def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
-    args = dict(num_train_steps=16, save_checkpoints_steps=2, iterations_per_loop=1,
+    total = 120
+    args = dict(num_train_steps=total, save_checkpoints_steps=2, iterations_per_loop=1,
                 num_warmup_steps=3, keep_checkpoint_max=3)
     reference = run_driver(tiny_options(tmp_path, tmp_path / "reference", **args))
-    assert reference["checkpoint"].endswith("model.ckpt-16")
+    assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
 
     interrupted = tmp_path / "interrupted"
     rng = random.Random(os.getpid())
-    for kill_after_step in (2, 8):
+    for kill_after_step in (2, 10):
         proc = subprocess.Popen(
             [sys.executable, "-c", DRIVER,
              json.dumps(tiny_options(tmp_path, interrupted, **args))],
@@ -166,25 +167,28 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
         deadline = time.time() + 180
         while not _state_lists(interrupted, kill_after_step) and proc.poll() is None:
             assert time.time() < deadline, "no checkpoint appeared"
-            time.sleep(0.05)
+            time.sleep(0.01)
         # Any moment after that: mid-step, mid-save or between them.
-        time.sleep(rng.uniform(0.0, 0.5))
+        time.sleep(rng.uniform(0.0, 0.2))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+        assert not _state_lists(interrupted, total)
     resumed = run_driver(tiny_options(tmp_path, interrupted, **args))
-    assert resumed["checkpoint"].endswith("model.ckpt-16")
-    a = read_checkpoint(tmp_path / "reference" / "model.ckpt-16")
-    b = read_checkpoint(interrupted / "model.ckpt-16")
+    assert resumed["checkpoint"].endswith(f"model.ckpt-{total}")
+    assert resumed["history"][0][0] >= 10  # it did resume
+    a = read_checkpoint(tmp_path / "reference" / f"model.ckpt-{total}")
+    b = read_checkpoint(interrupted / f"model.ckpt-{total}")
     assert sorted(a) == sorted(b)
     for name in a:
         np.testing.assert_array_equal(b[name], a[name], err_msg=name)
-    # keep_checkpoint_max: only the last 3 remain, with their input-state files.
+    # keep_checkpoint_max: only the last 3 remain, with their input-state files, and nothing
+    # an interrupted write left behind.
     index_files = sorted(p.name for p in interrupted.glob("model.ckpt-*.index"))
-    assert index_files == sorted([
-        "model.ckpt-12.index", "model.ckpt-14.index", "model.ckpt-16.index",
-        "model.ckpt-12.input-0-of-1.index", "model.ckpt-14.input-0-of-1.index",
-        "model.ckpt-16.input-0-of-1.index",
-    ])
+    assert not [p.name for p in interrupted.iterdir() if "tmp" in p.name or "_temp" in p.name]
+    kept = [total - 4, total - 2, total]
+    assert index_files == sorted([f"model.ckpt-{n}.index" for n in kept]
+                                 + [f"model.ckpt-{n}.input-0-of-1.index" for n in kept])
 
 
 def _free_ports(n):
@@ -207,7 +211,8 @@ def test_multi_worker_mirrored_two_local_workers_agree(tmp_path):
     for index in range(2):
         args = tiny_options(tmp_path, tmp_path / f"worker{index}", strategy="multi_worker_mirrored",
                             num_train_steps=4, save_checkpoints_steps=4, iterations_per_loop=2,
-                            dump_weights=str(tmp_path / f"weights{index}.npz"))
+                            dump_weights=str(tmp_path / f"weights{index}.npz"), do_eval=True,
+                            eval_batch_size=8, max_eval_steps=100)
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
         procs.append(subprocess.Popen(
             [sys.executable, "-c", DRIVER, json.dumps(args)], stdout=subprocess.PIPE,
@@ -232,6 +237,11 @@ def test_multi_worker_mirrored_two_local_workers_agree(tmp_path):
     # Both saw the same global losses and hold the same weights.
     losses = [[v["total_loss"] for _, v in out["history"]] for out in outputs]
     assert len(losses[0]) == 4
+    # Eval: 64 records = 8 global batches of 8, dealt to the two workers; both agree.
+    assert outputs[0]["results"] == outputs[1]["results"]
+    assert outputs[0]["results"]["global_step"] == 4
+    assert (tmp_path / "worker0" / "eval_results.txt").exists()
+    assert not (tmp_path / "worker1" / "eval_results.txt").exists()
     np.testing.assert_array_equal(losses[1], losses[0])
     w0, w1 = np.load(tmp_path / "weights0.npz"), np.load(tmp_path / "weights1.npz")
     assert sorted(w0.files) == sorted(w1.files)

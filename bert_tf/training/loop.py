@@ -17,6 +17,7 @@ One training step (`_replica_train_step`, in replica context):
 import dataclasses
 import math
 import os
+import re
 import time
 
 import keras
@@ -95,6 +96,12 @@ class PretrainingOptions:
             )
         if problems:
             raise PretrainingError("; ".join(problems))
+
+
+def _checkpoint_step(path):
+    """N of `.../model.ckpt-N` or of any file `model.ckpt-N.<suffix>`, else None."""
+    match = re.match(rf"{re.escape(CHECKPOINT_BASENAME)}-(\d+)(?:[._]|$)", os.path.basename(path))
+    return int(match.group(1)) if match else None
 
 
 def _format_duration(seconds):
@@ -328,6 +335,21 @@ class Pretrainer:
                          report.prefix)
         return None
 
+    def remove_interrupted_writes(self):
+        """Deletes what a run killed mid-write left in output_dir: temporary files of
+        checkpoint, input-state, state-file and eval-results writes (never complete files)."""
+        if not self.is_chief or not tf.io.gfile.isdir(self.options.output_dir):
+            return
+        patterns = (f"{CHECKPOINT_BASENAME}-*.tmp*", f"{CHECKPOINT_BASENAME}-*_temp*",
+                    f"{checkpoints.STATE_FILE}.tmp*", "eval_results.txt.tmp-*")
+        for pattern in patterns:
+            for path in tf.io.gfile.glob(os.path.join(self.options.output_dir, pattern)):
+                logging.info("Removing %s, left by an interrupted write", path)
+                if tf.io.gfile.isdir(path):
+                    tf.io.gfile.rmtree(path)
+                else:
+                    tf.io.gfile.remove(path)
+
     def _restore_input_state(self, prefix, stream):
         if not stream.checkpointable:
             logging.warning("The input position is not restored under %s: the input stream "
@@ -388,18 +410,24 @@ class Pretrainer:
         if not keep:
             return
         prefixes = checkpoints.checkpoint_prefixes(self.options.output_dir)
-        if len(prefixes) <= keep:
-            return
-        kept, dropped = prefixes[-keep:], prefixes[:-keep]
+        kept = prefixes[-keep:]
         if latest not in kept:
             kept = kept[1:] + [latest]
-        checkpoints.write_checkpoint_state(self.options.output_dir, latest, kept)
-        for prefix in dropped:
-            if prefix in kept:
-                continue
-            checkpoints.delete_checkpoint(prefix)
-            for path in tf.io.gfile.glob(f"{prefix}.input-*"):
-                tf.io.gfile.remove(path)
+        if len(prefixes) > keep:
+            checkpoints.write_checkpoint_state(self.options.output_dir, latest, kept)
+        # Delete every file of an older step that is not kept: the dropped checkpoints and
+        # anything a run killed mid-prune or mid-save left behind.
+        kept_steps = {_checkpoint_step(p) for p in kept}
+        latest_step = _checkpoint_step(latest)
+        for path in sorted(tf.io.gfile.glob(
+                os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-*")),
+                key=lambda p: not p.endswith(".index")):  # index files first
+            step = _checkpoint_step(path)
+            if step is not None and step < latest_step and step not in kept_steps:
+                if tf.io.gfile.isdir(path):
+                    tf.io.gfile.rmtree(path)
+                else:
+                    tf.io.gfile.remove(path)
 
     # -- TensorBoard ---------------------------------------------------------------------
     def _writer(self, name):
@@ -421,6 +449,7 @@ class Pretrainer:
           the prefix of the last checkpoint written (or of the one resumed from).
         """
         opts = self.options
+        self.remove_interrupted_writes()
         resumed = self.restore()
         stream = input_pipeline.InputStream(
             self.strategy, opts.input_files, opts.max_seq_length, opts.max_predictions_per_seq,
