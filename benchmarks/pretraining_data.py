@@ -73,8 +73,8 @@ def _tree_rss(root):
 
 
 def measure(cmd, log_path, env=None):
-  """Runs cmd; returns (wall seconds, peak RSS of the largest process, peak tree RSS) in
-  seconds and bytes."""
+  """Runs cmd; returns (wall seconds, peak RSS of the largest process, peak tree RSS, CPU
+  seconds of the process tree) in seconds and bytes."""
   start = time.perf_counter()
   with open(log_path, "w") as log:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO)
@@ -98,7 +98,8 @@ def measure(cmd, log_path, env=None):
     tail = Path(log_path).read_text(errors="replace")[-3000:]
     raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}); log {log_path}:\n{tail}")
   # ru_maxrss (KB) covers this process and its waited-for descendants: the largest of them.
-  return wall, usage.ru_maxrss * 1024, max(peak_tree, usage.ru_maxrss * 1024)
+  return (wall, usage.ru_maxrss * 1024, max(peak_tree, usage.ru_maxrss * 1024),
+          usage.ru_utime + usage.ru_stime)
 
 
 def read_records(path):
@@ -167,35 +168,37 @@ def main(argv=None):
     runner = workdir / "run_original.py"
     runner.write_text(_RUNNER)
     original_out = str(workdir / "original.tfrecord")
-    wall, rss, tree = measure(
+    wall, rss, tree, cpu = measure(
         [sys.executable, str(runner), args.original_repo, f"--output_file={original_out}",
          *common], workdir / "original.log", env)
-    rows.append(("original", wall, count_records([original_out]), rss, tree))
+    rows.append(("original", wall, count_records([original_out]), rss, tree, cpu))
     print(f"  original done in {wall:.1f} s", flush=True)
 
   ours_out = str(workdir / "ours.tfrecord")
-  wall, rss, tree = measure(
+  wall, rss, tree, cpu = measure(
       [sys.executable, str(REPO / "create_pretraining_data.py"), f"--output_file={ours_out}",
        *common], workdir / "ours.log", env)
-  rows.append(("bert_tf identical", wall, count_records([ours_out]), rss, tree))
+  rows.append(("bert_tf identical", wall, count_records([ours_out]), rss, tree, cpu))
   print(f"  identical mode done in {wall:.1f} s", flush=True)
 
   n = args.num_workers
   sharded_out = str(workdir / "sharded.tfrecord")
-  wall, rss, tree = measure(
+  wall, rss, tree, cpu = measure(
       [sys.executable, str(REPO / "create_pretraining_data.py"), f"--output_file={sharded_out}",
        f"--num_workers={n}", *common], workdir / "sharded.log", env)
   shards = [f"{sharded_out}-{i:05d}-of-{n:05d}" for i in range(n)]
-  rows.append((f"bert_tf --num_workers={n}", wall, count_records(shards), rss, tree))
+  rows.append((f"bert_tf --num_workers={n}", wall, count_records(shards), rss, tree, cpu))
   print(f"  sharded mode done in {wall:.1f} s", flush=True)
 
   print()
-  print("| run | wall s | instances | instances/s | peak RSS, largest process | "
+  print(f"1-minute load average at the end: {os.getloadavg()[0]:.2f} (includes these runs; "
+        "more than about 1-2 means other processes competed for the 2 cores)")
+  print("| run | wall s | CPU s | instances | instances/s | peak RSS, largest process | "
         "peak RSS, all processes |")
-  print("|---|---:|---:|---:|---:|---:|")
-  for name, wall, count, rss, tree in rows:
-    print(f"| {name} | {wall:.1f} | {count:,} | {count / wall:,.0f} | {rss / 2**30:.2f} GiB | "
-          f"{tree / 2**30:.2f} GiB |")
+  print("|---|---:|---:|---:|---:|---:|---:|")
+  for name, wall, count, rss, tree, cpu in rows:
+    print(f"| {name} | {wall:.1f} | {cpu:.1f} | {count:,} | {count / wall:,.0f} | "
+          f"{rss / 2**30:.2f} GiB | {tree / 2**30:.2f} GiB |")
   by_name = {r[0]: r for r in rows}
   ident = by_name["bert_tf identical"]
   sharded = rows[-1]
