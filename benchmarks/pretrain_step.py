@@ -67,8 +67,10 @@ class SyntheticStream:
         return next(self.iterator)
 
 
-def measure(config, batch_size, seq_length, max_predictions, steps, warmup_steps):
+def measure(config, batch_size, seq_length, max_predictions, steps, warmup_steps,
+            fused_optimizer=False):
     options = PretrainingOptions(
+        fused_optimizer=fused_optimizer,
         input_files=[], output_dir="/nonexistent", max_seq_length=seq_length,
         max_predictions_per_seq=max_predictions, train_batch_size=batch_size,
         num_train_steps=10**6, num_warmup_steps=100, learning_rate=1e-4,
@@ -98,6 +100,9 @@ def main():
     parser.add_argument("--layers", type=int, default=BERT_BASE["num_hidden_layers"])
     parser.add_argument("--dtype", default="float32", choices=["float32"],
                         help="compute precision (only float32 so far)")
+    parser.add_argument("--optimizer", default="exact",
+                        help="comma list of optimizer updates to measure: exact (op by op, as "
+                             "the original) and/or fused (XLA-fused per variable)")
     args = parser.parse_args()
 
     config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
@@ -111,12 +116,15 @@ def main():
     print(f"training FLOPs per sequence (3x forward matmuls): {flops_per_seq / 1e9:.1f} GFLOP")
 
     rows = []
-    for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+    runs = [(b, o) for b in [int(b) for b in args.batch_sizes.split(",")]
+            for o in args.optimizer.split(",")]
+    for batch_size, optimizer in runs:
         # The machine's speed drifts (shared cores): each row gets its own peak, the best of
         # one measurement just before and one just after it.
         peak = matmul_peak_gflops(args.dtype)
         seconds, best = measure(config, batch_size, args.seq_length,
-                                args.max_predictions_per_seq, args.steps, args.warmup_steps)
+                                args.max_predictions_per_seq, args.steps, args.warmup_steps,
+                                fused_optimizer=optimizer == "fused")
         peak = max(peak, matmul_peak_gflops(args.dtype))
         seqs = batch_size / seconds
         # Utilisation from the fastest step against the best matmul: both least disturbed.
@@ -124,13 +132,13 @@ def main():
         original = ORIGINAL_SECONDS_PER_STEP.get(
             (config.num_hidden_layers, config.hidden_size, args.seq_length, batch_size))
         rows.append([
-            args.dtype, args.seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
+            args.dtype, optimizer, args.seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
             f"{seqs:.2f}",
             f"{gflops:.0f}", f"{peak:.0f}", f"{gflops / peak:.0%}",
             f"{original:.2f} s ({original / best:.2f}x)" if original else "-",
         ])
     print()
-    print_table(["dtype", "seq", "batch", "s/step (median)", "s/step (best)", "seq/s (median)",
+    print_table(["dtype", "optimizer", "seq", "batch", "s/step (median)", "s/step (best)", "seq/s (median)",
                  "model GFLOP/s (best)",
                  "matmul peak GFLOP/s", "MFU",
                  "original s/step (speed-up)"], rows)

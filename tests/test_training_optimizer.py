@@ -49,13 +49,14 @@ def test_decay_exclusion_uses_the_original_names():
     assert not AdamWeightDecay(weight_decay_rate=0.0).do_use_weight_decay("x/kernel")
 
 
-def test_update_matches_numpy_over_several_steps_with_clipping():
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_update_matches_numpy_over_several_steps_with_clipping(jit_compile):
     rng = np.random.RandomState(0)
     names = ["dense/kernel", "dense/bias", "LayerNorm/gamma"]
     init = {n: rng.randn(*s).astype(np.float32)
             for n, s in zip(names, [(3, 4), (4,), (4,)])}
     variables = {n: tf.Variable(v) for n, v in init.items()}
-    opt = AdamWeightDecay()
+    opt = AdamWeightDecay(jit_compile=jit_compile)
     opt.build(variables)
     schedule = WarmupLinearDecay(1e-2, 5, 1)
 

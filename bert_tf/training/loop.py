@@ -71,6 +71,8 @@ class PretrainingOptions:
     seed: int | None = 12345
     clip_norm: float = 1.0
     weight_decay_rate: float = 0.01
+    # XLA-fused optimizer update (faster; equal to the original's up to the last bit).
+    fused_optimizer: bool = False
 
     def validate(self, config):
         problems = []
@@ -142,7 +144,8 @@ class Pretrainer:
             table = checkpoints.original_variable_map(self.model)
             self.variable_names = [name for name, var in table.items() if var.trainable]
             self.train_variables = [table[name] for name in self.variable_names]
-            self.optimizer = AdamWeightDecay(weight_decay_rate=options.weight_decay_rate)
+            self.optimizer = AdamWeightDecay(weight_decay_rate=options.weight_decay_rate,
+                                             jit_compile=options.fused_optimizer)
             # Slots must exist before the first traced step (MirroredStrategy cannot create
             # variables inside a replica function).
             self.optimizer.build(dict(zip(self.variable_names, self.train_variables)))
