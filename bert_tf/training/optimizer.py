@@ -149,21 +149,33 @@ class AdamWeightDecay(tf.Module):
                 var.assign(value.astype(np.float32))
 
     # -- the update ----------------------------------------------------------------------
-    def apply_gradients(self, grads, learning_rate):
+    def apply_gradients(self, grads, learning_rate, step=None, should_apply=None):
         """Applies `grads` (one per variable of `build`, same order, already reduced over
         replicas and clipped) with the float32 scalar `learning_rate`. Call in replica context
-        (inside `strategy.run`) or outside any strategy."""
+        (inside `strategy.run`) or outside any strategy.
+
+        Args:
+          step: optional int scalar, the number of the step being taken counting from 1
+            (optimizers with bias correction need it; AdamWeightDecay ignores it).
+          should_apply: optional bool scalar; when False, variables and slots keep their values
+            (a skipped step, e.g. non-finite fp16 gradients). Branch-free, so it works under
+            every strategy and inside XLA.
+        """
         if self._slots is None:
             raise RuntimeError("AdamWeightDecay.build() must be called before apply_gradients")
         if len(grads) != len(self._variables):
             raise ValueError(f"expected {len(self._variables)} gradients, got {len(grads)}")
         ctx = tf.distribute.get_replica_context()
         if ctx is None:  # cross-replica context: apply directly
-            return self._apply_cross_replica(tf.distribute.get_strategy(), grads, learning_rate)
-        return ctx.merge_call(self._apply_cross_replica, args=(grads, learning_rate))
+            return self._apply_cross_replica(tf.distribute.get_strategy(), grads, learning_rate,
+                                             step, should_apply)
+        return ctx.merge_call(self._apply_cross_replica,
+                              args=(grads, learning_rate, step, should_apply))
 
-    def _apply_cross_replica(self, strategy, grads, learning_rate):
-        m_slots, v_slots = self._slots["adam_m"], self._slots["adam_v"]
+    def _apply_cross_replica(self, strategy, grads, learning_rate, step=None, should_apply=None):
+        if step is None:
+            step = tf.constant(1, tf.int64)
+        m_slots, v_slots = (self._slots[name] for name in self.slot_names)
         updates = []
         for var, grad, m, v, decay in zip(self._variables, grads, m_slots, v_slots, self._decay):
             if grad is None:
@@ -172,31 +184,38 @@ class AdamWeightDecay(tf.Module):
                 strategy.extended.update(
                     var,
                     self._update_one,
-                    args=(grad, m, v, learning_rate),
+                    args=(grad, m, v, learning_rate, step, should_apply),
                     kwargs={"decay": decay},
                     group=False,
                 )
             )
         return tf.group(updates)
 
-    def _update_one(self, param, grad, m, v, learning_rate, decay):
+    def _update_one(self, param, grad, m, v, learning_rate, step, should_apply, decay):
         grad = tf.convert_to_tensor(grad)
         if self.jit_compile:
-            self._fused_update(param, grad, m, v, learning_rate, decay)
+            self._fused_update(param, grad, m, v, learning_rate, step, should_apply, decay)
             return tf.no_op()
-        self._update_math(param, grad, m, v, learning_rate, decay)
+        self._update_math(param, grad, m, v, learning_rate, step, should_apply, decay)
         return tf.no_op()
 
-    def _update_math(self, param, grad, m, v, learning_rate, decay):
+    def _update_math(self, param, grad, m, v, learning_rate, step, should_apply, decay):
+        del step  # no bias correction
         next_m = tf.multiply(self.beta_1, m) + tf.multiply(1.0 - self.beta_1, grad)
         next_v = tf.multiply(self.beta_2, v) + tf.multiply(1.0 - self.beta_2, tf.square(grad))
         update = next_m / (tf.sqrt(next_v) + self.epsilon)
         if decay:
             update += self.weight_decay_rate * param
         next_param = param - learning_rate * update
-        param.assign(next_param)
-        m.assign(next_m)
-        v.assign(next_v)
+        _assign_if(should_apply, param, next_param)
+        _assign_if(should_apply, m, next_m)
+        _assign_if(should_apply, v, next_v)
+
+
+def _assign_if(should_apply, var, value):
+    # tf.where rather than tf.cond: a cond branch cannot hold a strategy's merge_call, and the
+    # select costs one pass over memory (none when every step applies).
+    var.assign(value if should_apply is None else tf.where(should_apply, value, var))
 
 
 def _tf_variable(var):
