@@ -10,8 +10,16 @@ RNG state, so a restarted run continues exactly where the checkpoint was taken.
 One training step (`_replica_train_step`, in replica context):
   1. the masked-LM weight sum and the batch size of the GLOBAL batch (all-reduced), so each
      replica's loss is its share of the global batch's loss;
-  2. gradients of that share, summed over replicas -> the single-device gradient;
-  3. clipping by global norm 1.0, then AdamWeightDecay with lr(global_step); global_step += 1.
+  2. gradients of that share, summed over replicas -> the single-device gradient; with
+     gradient_accumulation_steps=K the replica's batch is cut into K micro-batches in-graph and
+     their gradients summed (the normaliser of step 1 covers the whole global batch, so the sum
+     is the gradient of the whole batch); with fp16 the loss is scaled and the gradients
+     unscaled (`precision.DynamicLossScale`);
+  3. clipping by global norm 1.0, then AdamWeightDecay (or LAMB) with lr(global_step), skipped
+     when fp16 gradients are not finite; global_step += 1.
+With use_xla, step 2 (forward and backward over the micro-batches) is compiled with
+jit_compile=True, as is the eval forward pass; the all-reduces and the optimizer's merge_call
+stay outside the compiled function (XLA cannot hold them under every strategy).
 """
 
 import dataclasses
@@ -29,8 +37,9 @@ from bert_tf import checkpoints
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig
 from bert_tf.pretraining import BertPretrainingModel, pretraining_loss
-from bert_tf.training import input_pipeline, metrics
+from bert_tf.training import input_pipeline, metrics, precision
 from bert_tf.training.input_pipeline import InputError
+from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimizer import AdamWeightDecay, clip_by_global_norm
 from bert_tf.training.schedule import WarmupLinearDecay
 from bert_tf.training.strategy import worker_info
@@ -47,6 +56,9 @@ _ARCHITECTURE_KEYS = (
 
 class PretrainingError(ValueError):
     """Flags or files that do not make a valid pretraining run; the message says which."""
+
+
+OPTIMIZERS = {"adamw": AdamWeightDecay, "lamb": Lamb}
 
 
 @dataclasses.dataclass
@@ -73,6 +85,16 @@ class PretrainingOptions:
     weight_decay_rate: float = 0.01
     # XLA-fused optimizer update (faster; equal to the original's up to the last bit).
     fused_optimizer: bool = False
+    # Issue 6 (README section `scale`).
+    mixed_precision: str = "none"          # none | bf16 | fp16
+    use_xla: bool = False                  # jit_compile the forward/backward and eval passes
+    optimizer: str = "adamw"               # adamw | lamb
+    gradient_accumulation_steps: int = 1   # micro-batches per optimizer step
+    # With init_checkpoint: also continue its optimizer slots, global_step (hence the
+    # learning-rate schedule) and loss scale, instead of fresh ones.
+    init_optimizer_state: bool = False
+    initial_loss_scale: float = 2.0 ** 15
+    loss_scale_growth_interval: int = 2000
 
     def validate(self, config):
         problems = []
@@ -84,6 +106,25 @@ class PretrainingOptions:
         for name in ("num_warmup_steps", "shuffle_buffer_size", "keep_checkpoint_max"):
             if getattr(self, name) < 0:
                 problems.append(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.mixed_precision not in precision.POLICIES:
+            problems.append(f"--mixed_precision={self.mixed_precision!r}: expected one of "
+                            f"{', '.join(precision.POLICIES)}")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"--optimizer={self.optimizer!r}: expected one of "
+                            f"{', '.join(OPTIMIZERS)}")
+        if self.gradient_accumulation_steps <= 0:
+            problems.append("--gradient_accumulation_steps must be positive, got "
+                            f"{self.gradient_accumulation_steps}")
+        elif self.train_batch_size % self.gradient_accumulation_steps:
+            problems.append(
+                f"--train_batch_size={self.train_batch_size} is not divisible by "
+                f"--gradient_accumulation_steps={self.gradient_accumulation_steps}"
+            )
+        if self.init_optimizer_state and not self.init_checkpoint:
+            problems.append("--init_optimizer_state needs --init_checkpoint (the checkpoint "
+                            "whose optimizer state and global_step to continue)")
+        if not self.initial_loss_scale > 0 or self.loss_scale_growth_interval <= 0:
+            problems.append("the initial loss scale and its growth interval must be positive")
         if self.learning_rate <= 0:
             problems.append(f"--learning_rate must be positive, got {self.learning_rate}")
         if self.max_seq_length > config.max_position_embeddings:
@@ -135,8 +176,20 @@ class Pretrainer:
         self.schedule = WarmupLinearDecay(
             options.learning_rate, options.num_train_steps, options.num_warmup_steps
         )
+        replicas = self.strategy.num_replicas_in_sync
+        accumulation = options.gradient_accumulation_steps
+        if options.train_batch_size % (replicas * accumulation):
+            raise PretrainingError(
+                f"--train_batch_size={options.train_batch_size} must be divisible by the "
+                f"{replicas} replica(s) x --gradient_accumulation_steps={accumulation}"
+            )
         with self.strategy.scope():
-            self.model = BertPretrainingModel(config)
+            with precision.dtype_policy(options.mixed_precision):
+                self.model = BertPretrainingModel(config)
+            self.loss_scale = None
+            if options.mixed_precision == "fp16":
+                self.loss_scale = precision.DynamicLossScale(
+                    options.initial_loss_scale, options.loss_scale_growth_interval)
             self.global_step = tf.Variable(
                 0, dtype=tf.int64, trainable=False, name="global_step",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
@@ -144,8 +197,8 @@ class Pretrainer:
             table = checkpoints.original_variable_map(self.model)
             self.variable_names = [name for name, var in table.items() if var.trainable]
             self.train_variables = [table[name] for name in self.variable_names]
-            self.optimizer = AdamWeightDecay(weight_decay_rate=options.weight_decay_rate,
-                                             jit_compile=options.fused_optimizer)
+            self.optimizer = OPTIMIZERS[options.optimizer](
+                weight_decay_rate=options.weight_decay_rate, jit_compile=options.fused_optimizer)
             # Slots must exist before the first traced step (MirroredStrategy cannot create
             # variables inside a replica function).
             self.optimizer.build(dict(zip(self.variable_names, self.train_variables)))
@@ -157,6 +210,11 @@ class Pretrainer:
         named = {id(v) for v in self.model.weights}
         self.rng_states = [v for v in self.model.variables if id(v) not in named]
         self._summary_writers = {}
+        self._gradients_fn = self._compute_gradients
+        self._eval_fn = self._eval_sums
+        if options.use_xla:
+            self._gradients_fn = tf.function(self._compute_gradients, jit_compile=True)
+            self._eval_fn = tf.function(self._eval_sums, jit_compile=True)
 
     # -- steps ---------------------------------------------------------------------------
     def _global_sums(self, features):
@@ -168,37 +226,80 @@ class Pretrainer:
         total = ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
         return total[0], total[1]
 
-    def _compute_gradients(self, features, weight_sum, global_batch):
-        """Loss share and gradients of one replica's batch (the place where issue-6 style
-        micro-batch accumulation or loss scaling would go)."""
+    def _micro_batch_gradients(self, features, weight_sum, global_batch):
+        """Loss shares (total, masked-LM, next-sentence) of `features` in the global batch, and
+        the gradients of the total share (multiplied by the loss scale under fp16)."""
         with tf.GradientTape() as tape:
             outputs = self.model(features, training=True)
             losses = pretraining_loss(
                 outputs, features, masked_lm_weight_sum=weight_sum, global_batch_size=global_batch
             )
-        grads = tape.gradient(losses["total_loss"], self.train_variables)
+            loss = losses["total_loss"]
+            if self.loss_scale is not None:
+                loss = self.loss_scale.scale_loss(loss)
+        grads = tape.gradient(loss, self.train_variables)
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-        return losses, grads
+        shares = tf.stack([losses["total_loss"], losses["masked_lm_loss"],
+                           losses["next_sentence_loss"]])
+        return shares, grads
+
+    def _compute_gradients(self, features, weight_sum, global_batch):
+        """Loss shares [3] and (scaled) gradients of one replica's batch, summed over its
+        gradient_accumulation_steps micro-batches."""
+        steps = self.options.gradient_accumulation_steps
+        if steps == 1:
+            return self._micro_batch_gradients(features, weight_sum, global_batch)
+        batch = features["input_ids"].shape[0]
+        if batch is None:
+            batch = tf.shape(features["input_ids"])[0]
+        micro = batch // steps
+
+        def body(i, shares, grads):
+            part = {k: v[i * micro:(i + 1) * micro] for k, v in features.items()}
+            part_shares, part_grads = self._micro_batch_gradients(part, weight_sum, global_batch)
+            return (i + 1, shares + part_shares,
+                    [g + p for g, p in zip(grads, part_grads)])
+
+        zeros = [tf.zeros(v.shape, tf.float32) for v in self.train_variables]
+        _, shares, grads = tf.while_loop(
+            lambda i, *_: i < steps, body, (tf.constant(0), tf.zeros([3]), zeros),
+            parallel_iterations=1,
+        )
+        return shares, grads
 
     def _replica_train_step(self, features):
         weight_sum, global_batch = self._global_sums(features)
-        losses, grads = self._compute_gradients(features, weight_sum, global_batch)
+        shares, grads = self._gradients_fn(features, weight_sum, global_batch)
         ctx = tf.distribute.get_replica_context()
         if self.strategy.num_replicas_in_sync > 1:
             grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        should_apply = None
+        if self.loss_scale is not None:
+            loss_scale = self.loss_scale.scale.read_value()
+            grads = self.loss_scale.unscale(grads)
+            # Summed over replicas first: every replica takes the same decision.
+            should_apply = self.loss_scale.all_finite(grads)
         grads, grad_norm = clip_by_global_norm(grads, self.options.clip_norm)
         learning_rate = self.schedule(self.global_step)
         with tf.control_dependencies([learning_rate]):
-            update = self.optimizer.apply_gradients(grads, learning_rate)
-        with tf.control_dependencies([update]):
+            update = self.optimizer.apply_gradients(
+                grads, learning_rate, step=self.global_step + 1, should_apply=should_apply)
+        after = [update]
+        if self.loss_scale is not None:
+            with tf.control_dependencies([update]):
+                after.append(self.loss_scale.update(should_apply))
+        with tf.control_dependencies(after):
             self.global_step.assign_add(1)
-        return {
-            "total_loss": losses["total_loss"],
-            "masked_lm_loss": losses["masked_lm_loss"],
-            "next_sentence_loss": losses["next_sentence_loss"],
+        values = {
+            "total_loss": shares[0],
+            "masked_lm_loss": shares[1],
+            "next_sentence_loss": shares[2],
             "learning_rate": learning_rate,
             "grad_norm": grad_norm,
         }
+        if self.loss_scale is not None:
+            values["loss_scale"] = loss_scale
+        return values
 
     def make_train_function(self, stream):
         """tf.function(num_steps) running `num_steps` steps on batches of `stream` (an
@@ -208,6 +309,8 @@ class Pretrainer:
         batch), learning_rate, grad_norm."""
         strategy = self.strategy
         keys = ("total_loss", "masked_lm_loss", "next_sentence_loss", "learning_rate", "grad_norm")
+        if self.loss_scale is not None:
+            keys += ("loss_scale",)  # the scale the step used
         sum_keys = ("total_loss", "masked_lm_loss", "next_sentence_loss")
 
         @tf.function
@@ -228,13 +331,16 @@ class Pretrainer:
 
         return train_steps
 
-    def _replica_eval_step(self, features):
-        weight_sum, global_batch = self._global_sums(features)
+    def _eval_sums(self, features, weight_sum, global_batch):
         outputs = self.model(features, training=False)
         losses = pretraining_loss(
             outputs, features, masked_lm_weight_sum=weight_sum, global_batch_size=global_batch
         )
         return metrics.batch_sums(outputs, features, losses)
+
+    def _replica_eval_step(self, features):
+        weight_sum, global_batch = self._global_sums(features)
+        return self._eval_fn(features, weight_sum, global_batch)
 
     def make_eval_function(self, stream):
         """tf.function() evaluating the next batch of `stream`; returns the summed
@@ -322,6 +428,7 @@ class Pretrainer:
             except ValueError as e:
                 raise PretrainingError(str(e)) from None
             self.global_step.assign(report.global_step)
+            self._restore_loss_scale(latest)
             logging.info("Resuming from %s at global_step %d", latest, report.global_step)
             return latest
         if self.options.init_checkpoint:
@@ -329,6 +436,9 @@ class Pretrainer:
                 report = checkpoints.load_original_checkpoint(self.model, self.options.init_checkpoint)
             except CheckpointError as e:
                 raise PretrainingError(f"--init_checkpoint: {e}") from None
+            if self.options.init_optimizer_state and not weights_only:
+                self._continue_optimizer_state(report)
+                return None
             if report.not_in_checkpoint:
                 logging.warning(
                     "--init_checkpoint %s lacks %s: they keep their random initial values",
@@ -337,6 +447,31 @@ class Pretrainer:
             logging.info("Initialized weights from %s (Adam moments and step start at 0)",
                          report.prefix)
         return None
+
+    def _restore_loss_scale(self, prefix):
+        if self.loss_scale is not None and not self.loss_scale.set_state_from_checkpoint(prefix):
+            logging.info("%s has no loss scale (not an fp16 run): starting at %g", prefix,
+                         float(self.loss_scale.scale.numpy()))
+
+    def _continue_optimizer_state(self, report):
+        """--init_optimizer_state: the optimizer slots, global_step and loss scale of the
+        init_checkpoint continue (e.g. phase 2 of two-phase pretraining on longer sequences)."""
+        flag = f"--init_checkpoint={self.options.init_checkpoint} with --init_optimizer_state"
+        if report.not_in_checkpoint or report.global_step is None:
+            raise PretrainingError(
+                f"{flag}: {report.prefix} is not a training checkpoint of this model (it lacks "
+                f"{', '.join(report.not_in_checkpoint) or 'global_step'}); drop "
+                "--init_optimizer_state to start fresh optimizer state from its weights"
+            )
+        try:
+            self.optimizer.set_state(report.slots, source=report.prefix)
+        except ValueError as e:
+            raise PretrainingError(
+                f"{flag} (--optimizer={self.options.optimizer}): {e}") from None
+        self.global_step.assign(report.global_step)
+        self._restore_loss_scale(report.prefix)
+        logging.info("Initialized weights, %s slots and global_step %d from %s",
+                     self.options.optimizer, report.global_step, report.prefix)
 
     def remove_interrupted_writes(self):
         """Deletes what a run killed mid-write left in output_dir: temporary files of
@@ -401,7 +536,8 @@ class Pretrainer:
         self._barrier()
         if self.is_chief:
             checkpoints.save_original_checkpoint(
-                self.model, prefix, optimizer_state=self.optimizer.get_state(), global_step=step
+                self.model, prefix, optimizer_state=self.optimizer.get_state(), global_step=step,
+                extra_tensors=self.loss_scale.get_state() if self.loss_scale else None,
             )
             self._prune(prefix)
             logging.info("Saved checkpoint %s", prefix)
@@ -520,13 +656,16 @@ class Pretrainer:
         if writer is None:
             return
         for i in range(num_steps):
-            writer.write(first + i + 1, {
+            scalars = {
                 "loss": values["total_loss"][i],
                 "masked_lm_loss": values["masked_lm_loss"][i],
                 "next_sentence_loss": values["next_sentence_loss"][i],
                 "learning_rate": values["learning_rate"][i],
                 "grad_norm": values["grad_norm"][i],
-            })
+            }
+            if "loss_scale" in values:
+                scalars["loss_scale"] = values["loss_scale"][i]
+            writer.write(first + i + 1, scalars)
         writer.write(step, {
             "steps_per_sec": steps_per_sec,
             "examples_per_sec": steps_per_sec * opts.train_batch_size,
