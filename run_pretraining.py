@@ -53,6 +53,19 @@ flags.DEFINE_integer("shuffle_buffer_size", 100,
                      "Records in the training shuffle buffer; 0 reads the files in order.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir (0 keeps all).")
 flags.DEFINE_integer("seed", 12345, "Seed of the weight initialisation, dropout and shuffles.")
+# Pretraining at scale (README section `scale`).
+flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
+                  "Compute dtype of the model (variables, LayerNorm, softmax, losses and the "
+                  "update stay float32); fp16 uses dynamic loss scaling.")
+flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA (jit_compile).")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
+                  "adamw: the original AdamWeightDecay; lamb: LAMB (You et al., 2019).")
+flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                     "Micro-batches per optimizer step; --train_batch_size stays the global batch "
+                     "of one step.")
+flags.DEFINE_bool("init_optimizer_state", False,
+                  "With --init_checkpoint (a training checkpoint): also continue its optimizer "
+                  "moments, global_step (so the learning-rate schedule) and loss scale.")
 
 
 def main(argv):
@@ -92,6 +105,11 @@ def main(argv):
             shuffle_buffer_size=FLAGS.shuffle_buffer_size,
             keep_checkpoint_max=FLAGS.keep_checkpoint_max,
             seed=FLAGS.seed,
+            mixed_precision=FLAGS.mixed_precision,
+            use_xla=FLAGS.use_xla,
+            optimizer=FLAGS.optimizer,
+            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+            init_optimizer_state=FLAGS.init_optimizer_state,
         )
         checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
     except (PretrainingError, BertConfigError, CheckpointError, StrategyError,
