@@ -1,6 +1,6 @@
 """Tokenizer throughput: bert_tf FullTokenizer, the fast tensorflow-text path, and the original.
 
-    python3 benchmarks/tokenize.py [--vocab_file=../shared/data/uncased_vocab.txt]
+    python3 benchmarks/tokenizer.py [--vocab_file=../shared/data/uncased_vocab.txt]
         [--corpus_mb=3] [--original_repo=/tmp/orig_bert] [--do_lower_case=true]
 
 The corpus is real English text that Debian packages ship (license texts, copyright files,
