@@ -9,8 +9,15 @@ Each row: seconds per step (median and fastest of --steps single-step calls), se
 achieved model GFLOP/s of the fastest step (analytic matmul FLOPs of a training step, 3x the
 forward pass) and its fraction of the best matmul peak around the row (MFU), and the
 original's step time at the same settings where REFERENCE.md §10 has it (BERT-Base, seq 128,
-batch 8, float32: 1.63 s/step) over our fastest step. Columns for other precisions / XLA / sequence
-lengths are selected with flags so later variants share this table.
+batch 8, float32: 1.63 s/step) over our fastest step.
+
+Precisions, XLA and sequence lengths (README section `scale`):
+
+    python benchmarks/pretrain_step.py --dtype=float32,bfloat16 --xla=off,on \
+        --seq_batch=128:8,512:2 --steps=5
+
+Each row's MFU is against the 4096^3 matmul peak of ITS compute dtype (float32 or bfloat16),
+measured in the same run around the row; both peaks are printed per row.
 """
 
 import os
@@ -67,10 +74,13 @@ class SyntheticStream:
         return next(self.iterator)
 
 
+MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16", "float16": "fp16"}
+
+
 def measure(config, batch_size, seq_length, max_predictions, steps, warmup_steps,
-            fused_optimizer=False):
+            fused_optimizer=False, dtype="float32", use_xla=False):
     options = PretrainingOptions(
-        fused_optimizer=fused_optimizer,
+        fused_optimizer=fused_optimizer, mixed_precision=MIXED_PRECISION[dtype], use_xla=use_xla,
         input_files=[], output_dir="/nonexistent", max_seq_length=seq_length,
         max_predictions_per_seq=max_predictions, train_batch_size=batch_size,
         num_train_steps=10**6, num_warmup_steps=100, learning_rate=1e-4,
@@ -98,8 +108,12 @@ def main():
     parser.add_argument("--steps", type=int, default=10, help="timed steps per row")
     parser.add_argument("--warmup_steps", type=int, default=2)
     parser.add_argument("--layers", type=int, default=BERT_BASE["num_hidden_layers"])
-    parser.add_argument("--dtype", default="float32", choices=["float32"],
-                        help="compute precision (only float32 so far)")
+    parser.add_argument("--dtype", default="float32",
+                        help="comma list of compute dtypes: float32, bfloat16, float16")
+    parser.add_argument("--xla", default="off", help="comma list of off/on (--use_xla)")
+    parser.add_argument("--seq_batch", default=None,
+                        help="comma list of seq_length:batch_size pairs (overrides "
+                             "--seq_length and --batch_sizes), e.g. 128:8,512:2")
     parser.add_argument("--optimizer", default="exact",
                         help="comma list of optimizer updates to measure: exact (op by op, as "
                              "the original) and/or fused (XLA-fused per variable)")
@@ -110,38 +124,50 @@ def main():
     print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU(s); BERT L={config.num_hidden_layers}"
           f" H={config.hidden_size} A={config.num_attention_heads} I={config.intermediate_size}"
           f" V={config.vocab_size}, seq {args.seq_length}, {args.max_predictions_per_seq} "
-          f"predictions/seq, dropout 0.1, {args.dtype}")
-    flops_per_seq = pretraining_step_flops(config_dict, args.seq_length,
-                                           args.max_predictions_per_seq)
-    print(f"training FLOPs per sequence (3x forward matmuls): {flops_per_seq / 1e9:.1f} GFLOP")
+          f"predictions/seq, dropout 0.1")
+    if args.seq_batch:
+        shapes = [tuple(int(x) for x in pair.split(":")) for pair in args.seq_batch.split(",")]
+    else:
+        shapes = [(args.seq_length, int(b)) for b in args.batch_sizes.split(",")]
+    dtypes = args.dtype.split(",")
+    for dtype in dtypes:
+        if dtype not in MIXED_PRECISION:
+            parser.error(f"--dtype: {dtype!r} is not one of {', '.join(MIXED_PRECISION)}")
 
     rows = []
-    runs = [(b, o) for b in [int(b) for b in args.batch_sizes.split(",")]
-            for o in args.optimizer.split(",")]
-    for batch_size, optimizer in runs:
-        # The machine's speed drifts (shared cores): each row gets its own peak, the best of
+    runs = [(seq, b, o, d, x) for seq, b in shapes for o in args.optimizer.split(",")
+            for x in args.xla.split(",") for d in dtypes]
+    for seq_length, batch_size, optimizer, dtype, xla in runs:
+        flops_per_seq = pretraining_step_flops(config_dict, seq_length,
+                                               args.max_predictions_per_seq)
+        # The machine's speed drifts (shared cores): each row gets its own peaks, the best of
         # one measurement just before and one just after it.
-        peak = matmul_peak_gflops(args.dtype)
-        seconds, best = measure(config, batch_size, args.seq_length,
+        peaks = {d: matmul_peak_gflops(d, seconds=2.0) for d in ("float32", "bfloat16")}
+        seconds, best = measure(config, batch_size, seq_length,
                                 args.max_predictions_per_seq, args.steps, args.warmup_steps,
-                                fused_optimizer=optimizer == "fused")
-        peak = max(peak, matmul_peak_gflops(args.dtype))
+                                fused_optimizer=optimizer == "fused", dtype=dtype,
+                                use_xla=xla == "on")
+        peaks = {d: max(p, matmul_peak_gflops(d, seconds=2.0)) for d, p in peaks.items()}
+        peak = peaks["bfloat16" if dtype == "bfloat16" else "float32"]
         seqs = batch_size / seconds
         # Utilisation from the fastest step against the best matmul: both least disturbed.
         gflops = batch_size / best * flops_per_seq / 1e9
         original = ORIGINAL_SECONDS_PER_STEP.get(
-            (config.num_hidden_layers, config.hidden_size, args.seq_length, batch_size))
+            (config.num_hidden_layers, config.hidden_size, seq_length, batch_size))
+        if dtype != "float32":
+            original = None
         rows.append([
-            args.dtype, optimizer, args.seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
+            dtype, xla, optimizer, seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
             f"{seqs:.2f}",
-            f"{gflops:.0f}", f"{peak:.0f}", f"{gflops / peak:.0%}",
+            f"{gflops:.0f}", f"{peaks['float32']:.0f}", f"{peaks['bfloat16']:.0f}",
+            f"{gflops / peak:.0%}",
             f"{original:.2f} s ({original / best:.2f}x)" if original else "-",
         ])
+        print(" | ".join(str(c) for c in rows[-1]), flush=True)
     print()
-    print_table(["dtype", "optimizer", "seq", "batch", "s/step (median)", "s/step (best)", "seq/s (median)",
-                 "model GFLOP/s (best)",
-                 "matmul peak GFLOP/s", "MFU",
-                 "original s/step (speed-up)"], rows)
+    print_table(["dtype", "xla", "optimizer", "seq", "batch", "s/step (median)", "s/step (best)",
+                 "seq/s (median)", "model GFLOP/s (best)", "fp32 peak", "bf16 peak",
+                 "MFU (own dtype's peak)", "original s/step (speed-up)"], rows)
 
 
 if __name__ == "__main__":
