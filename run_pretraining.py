@@ -63,6 +63,9 @@ flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
 flags.DEFINE_integer("gradient_accumulation_steps", 1,
                      "Micro-batches per optimizer step; --train_batch_size stays the global batch "
                      "of one step.")
+flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
+                   "fp16 only: the first dynamic loss scale (halved on each overflow, doubled "
+                   "after 2000 finite steps; restored from checkpoints).")
 flags.DEFINE_bool("init_optimizer_state", False,
                   "With --init_checkpoint (a training checkpoint): also continue its optimizer "
                   "moments, global_step (so the learning-rate schedule) and loss scale.")
@@ -110,6 +113,7 @@ def main(argv):
             optimizer=FLAGS.optimizer,
             gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
             init_optimizer_state=FLAGS.init_optimizer_state,
+            initial_loss_scale=FLAGS.initial_loss_scale,
         )
         checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
     except (PretrainingError, BertConfigError, CheckpointError, StrategyError,
