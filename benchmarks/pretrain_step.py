@@ -123,7 +123,7 @@ def main():
     config = BertConfig.from_dict(config_dict)
     print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU(s); BERT L={config.num_hidden_layers}"
           f" H={config.hidden_size} A={config.num_attention_heads} I={config.intermediate_size}"
-          f" V={config.vocab_size}, seq {args.seq_length}, {args.max_predictions_per_seq} "
+          f" V={config.vocab_size}, {args.max_predictions_per_seq} "
           f"predictions/seq, dropout 0.1")
     if args.seq_batch:
         shapes = [tuple(int(x) for x in pair.split(":")) for pair in args.seq_batch.split(",")]
