@@ -40,6 +40,20 @@ def test_mirrored_lamb_accumulation_xla_equals_default(tmp_path):
 
 
 @pytest.mark.slow
+def test_mirrored_fp16_overflow_skips_on_every_replica(tmp_path):
+    # Overflowing gradients on both replicas: every step is skipped everywhere (no replica
+    # updates its copy alone), the scale halves per step, eval still runs.
+    run_driver(tiny_options(tmp_path, tmp_path / "out", strategy="mirrored", cpus=2,
+                            mixed_precision="fp16", initial_loss_scale=2.0 ** 100,
+                            optimizer="lamb", gradient_accumulation_steps=2,
+                            train_batch_size=8, num_train_steps=2, save_checkpoints_steps=2,
+                            do_eval=True))
+    saved = read_checkpoint(tmp_path / "out" / "model.ckpt-2")
+    assert saved["bert_tf/loss_scale"] == 2.0 ** 98 and int(saved["global_step"]) == 2
+    assert not any(np.any(v) for k, v in saved.items() if k.endswith(("/lamb_m", "/lamb_v")))
+
+
+@pytest.mark.slow
 def test_fp16_lamb_accumulation_resumes_exactly(tmp_path):
     common = dict(optimizer="lamb", mixed_precision="fp16", gradient_accumulation_steps=2,
                   loss_scale_growth_interval=3, num_train_steps=6, save_checkpoints_steps=2,
