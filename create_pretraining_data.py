@@ -54,33 +54,33 @@ flags.DEFINE_enum("tokenizer", "auto", ["auto", "fast", "python"],
 
 
 def main(argv):
-  del argv
-  logging.set_verbosity(logging.INFO)
-  options = pipeline.PretrainingDataOptions(
-      input_file=FLAGS.input_file,
-      output_file=FLAGS.output_file,
-      vocab_file=FLAGS.vocab_file,
-      do_lower_case=FLAGS.do_lower_case,
-      do_whole_word_mask=FLAGS.do_whole_word_mask,
-      max_seq_length=FLAGS.max_seq_length,
-      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-      random_seed=FLAGS.random_seed,
-      dupe_factor=FLAGS.dupe_factor,
-      masked_lm_prob=FLAGS.masked_lm_prob,
-      short_seq_prob=FLAGS.short_seq_prob,
-      num_workers=FLAGS.num_workers,
-      tokenizer=FLAGS.tokenizer)
-  try:
-    pipeline.create_pretraining_data(options)
-  except pipeline.DataError as e:
-    logging.error("%s", e)
-    print(f"create_pretraining_data.py: error: {e}", file=sys.stderr)
-    return 1
-  return 0
+    del argv
+    logging.set_verbosity(logging.INFO)
+    options = pipeline.PretrainingDataOptions(
+        input_file=FLAGS.input_file,
+        output_file=FLAGS.output_file,
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+        num_workers=FLAGS.num_workers,
+        tokenizer=FLAGS.tokenizer)
+    try:
+        pipeline.create_pretraining_data(options)
+    except pipeline.DataError as e:
+        logging.error("%s", e)
+        print(f"create_pretraining_data.py: error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-  flags.mark_flag_as_required("input_file")
-  flags.mark_flag_as_required("output_file")
-  flags.mark_flag_as_required("vocab_file")
-  app.run(main)
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("output_file")
+    flags.mark_flag_as_required("vocab_file")
+    app.run(main)

@@ -36,327 +36,327 @@ MASK_TOKEN = "[MASK]"
 
 
 class InstanceStore:
-  """Instances in flat typed arrays (about 2 bytes per token instead of a Python string).
+    """Instances in flat typed arrays (about 2 bytes per token instead of a Python string).
 
-  Instance i has ids `input_ids[offsets[i]:offsets[i + 1]]` ([CLS] A [SEP] B [SEP], masked),
-  `num_a_tokens[i]` segment-0 tokens, `is_random_next[i]`, and predictions
-  `masked_lm_positions/ids[pred_offsets[i]:pred_offsets[i + 1]]` sorted by position.
-  """
-
-  def __init__(self, typecode="H"):
-    self.input_ids = array.array(typecode)
-    self.offsets = array.array("q", [0])
-    self.num_a_tokens = array.array("H")
-    self.is_random_next = bytearray()
-    self.masked_lm_positions = array.array("H")
-    self.masked_lm_ids = array.array(typecode)
-    self.pred_offsets = array.array("q", [0])
-
-  def __len__(self):
-    return len(self.num_a_tokens)
-
-  def append(self, input_ids, num_a_tokens, positions, label_ids, is_random_next):
-    self.input_ids.extend(input_ids)
-    self.offsets.append(len(self.input_ids))
-    self.num_a_tokens.append(num_a_tokens)
-    self.is_random_next.append(1 if is_random_next else 0)
-    self.masked_lm_positions.extend(positions)
-    self.masked_lm_ids.extend(label_ids)
-    self.pred_offsets.append(len(self.masked_lm_positions))
-
-  def get(self, i):
-    """Returns (input_ids, num_a_tokens, positions, label_ids, is_random_next)."""
-    o, p = self.offsets, self.pred_offsets
-    return (self.input_ids[o[i]:o[i + 1]], self.num_a_tokens[i],
-            self.masked_lm_positions[p[i]:p[i + 1]], self.masked_lm_ids[p[i]:p[i + 1]],
-            self.is_random_next[i] == 1)
-
-  def gather(self, indices, max_seq_length, max_predictions_per_seq):
-    """Instances `indices` as zero-padded numpy arrays, for `BatchExampleEncoder.encode_batch`.
-
-    Returns:
-      (input_ids [B, max_seq_length], lengths [B], num_a_tokens [B],
-       masked_lm_positions [B, max_predictions_per_seq], masked_lm_ids [B, ...],
-       num_predictions [B], is_random_next [B]).
+    Instance i has ids `input_ids[offsets[i]:offsets[i + 1]]` ([CLS] A [SEP] B [SEP], masked),
+    `num_a_tokens[i]` segment-0 tokens, `is_random_next[i]`, and predictions
+    `masked_lm_positions/ids[pred_offsets[i]:pred_offsets[i + 1]]` sorted by position.
     """
-    indices = np.asarray(indices, dtype=np.int64)
-    ids, starts, lengths = self._padded(self.input_ids, self.offsets, indices, max_seq_length)
-    positions, pred_starts, num_predictions = self._padded(
-        self.masked_lm_positions, self.pred_offsets, indices, max_predictions_per_seq)
-    labels, _, _ = self._padded(self.masked_lm_ids, self.pred_offsets, indices,
-                                max_predictions_per_seq)
-    num_a = np.frombuffer(self.num_a_tokens, np.uint16)[indices]
-    nsp = np.frombuffer(self.is_random_next, np.uint8)[indices]
-    del starts, pred_starts
-    return ids, lengths, num_a, positions, labels, num_predictions, nsp
 
-  @staticmethod
-  def _padded(values, offsets, indices, width):
-    values = np.frombuffer(values, values.typecode)
-    offsets = np.frombuffer(offsets, np.int64)
-    starts = offsets[indices]
-    lengths = offsets[indices + 1] - starts
-    column = np.arange(width)
-    inside = column < lengths[:, None]
-    where = np.where(inside, starts[:, None] + column, 0)
-    if len(values):
-      matrix = np.where(inside, values[where], 0)
-    else:
-      matrix = np.zeros((len(indices), width), np.int64)
-    return matrix, starts, lengths
+    def __init__(self, typecode="H"):
+        self.input_ids = array.array(typecode)
+        self.offsets = array.array("q", [0])
+        self.num_a_tokens = array.array("H")
+        self.is_random_next = bytearray()
+        self.masked_lm_positions = array.array("H")
+        self.masked_lm_ids = array.array(typecode)
+        self.pred_offsets = array.array("q", [0])
 
-  def nbytes(self):
-    return sum(a.itemsize * len(a) for a in (self.input_ids, self.offsets, self.num_a_tokens,
-                                             self.masked_lm_positions, self.masked_lm_ids,
-                                             self.pred_offsets)) + len(self.is_random_next)
+    def __len__(self):
+        return len(self.num_a_tokens)
+
+    def append(self, input_ids, num_a_tokens, positions, label_ids, is_random_next):
+        self.input_ids.extend(input_ids)
+        self.offsets.append(len(self.input_ids))
+        self.num_a_tokens.append(num_a_tokens)
+        self.is_random_next.append(1 if is_random_next else 0)
+        self.masked_lm_positions.extend(positions)
+        self.masked_lm_ids.extend(label_ids)
+        self.pred_offsets.append(len(self.masked_lm_positions))
+
+    def get(self, i):
+        """Returns (input_ids, num_a_tokens, positions, label_ids, is_random_next)."""
+        o, p = self.offsets, self.pred_offsets
+        return (self.input_ids[o[i]:o[i + 1]], self.num_a_tokens[i],
+                self.masked_lm_positions[p[i]:p[i + 1]], self.masked_lm_ids[p[i]:p[i + 1]],
+                self.is_random_next[i] == 1)
+
+    def gather(self, indices, max_seq_length, max_predictions_per_seq):
+        """Instances `indices` as zero-padded numpy arrays, for `BatchExampleEncoder.encode_batch`.
+
+        Returns:
+          (input_ids [B, max_seq_length], lengths [B], num_a_tokens [B],
+           masked_lm_positions [B, max_predictions_per_seq], masked_lm_ids [B, ...],
+           num_predictions [B], is_random_next [B]).
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        ids, starts, lengths = self._padded(self.input_ids, self.offsets, indices, max_seq_length)
+        positions, pred_starts, num_predictions = self._padded(
+            self.masked_lm_positions, self.pred_offsets, indices, max_predictions_per_seq)
+        labels, _, _ = self._padded(self.masked_lm_ids, self.pred_offsets, indices,
+                                    max_predictions_per_seq)
+        num_a = np.frombuffer(self.num_a_tokens, np.uint16)[indices]
+        nsp = np.frombuffer(self.is_random_next, np.uint8)[indices]
+        del starts, pred_starts
+        return ids, lengths, num_a, positions, labels, num_predictions, nsp
+
+    @staticmethod
+    def _padded(values, offsets, indices, width):
+        values = np.frombuffer(values, values.typecode)
+        offsets = np.frombuffer(offsets, np.int64)
+        starts = offsets[indices]
+        lengths = offsets[indices + 1] - starts
+        column = np.arange(width)
+        inside = column < lengths[:, None]
+        where = np.where(inside, starts[:, None] + column, 0)
+        if len(values):
+            matrix = np.where(inside, values[where], 0)
+        else:
+            matrix = np.zeros((len(indices), width), np.int64)
+        return matrix, starts, lengths
+
+    def nbytes(self):
+        return sum(a.itemsize * len(a) for a in (self.input_ids, self.offsets, self.num_a_tokens,
+                                                 self.masked_lm_positions, self.masked_lm_ids,
+                                                 self.pred_offsets)) + len(self.is_random_next)
 
 
 _SHUFFLE_STEPS = {}
 
 
 def _shuffle_steps(n):
-  """[(i, bit length of i + 1) for i = n-1 .. 1]: the draws of shuffling n items."""
-  steps = _SHUFFLE_STEPS.get(n)
-  if steps is None:
-    steps = _SHUFFLE_STEPS[n] = [(i, (i + 1).bit_length()) for i in range(n - 1, 0, -1)]
-  return steps
+    """[(i, bit length of i + 1) for i = n-1 .. 1]: the draws of shuffling n items."""
+    steps = _SHUFFLE_STEPS.get(n)
+    if steps is None:
+        steps = _SHUFFLE_STEPS[n] = [(i, (i + 1).bit_length()) for i in range(n - 1, 0, -1)]
+    return steps
 
 
 def shuffle_in_place(x, getrandbits):
-  """`random.Random.shuffle(x)`: the same swaps from the same `getrandbits` draws, inlined
-  (`_randbelow(i + 1)` draws `bit_length(i + 1)` bits until the value is <= i)."""
-  for i, k in _shuffle_steps(len(x)):
-    j = getrandbits(k)
-    while j > i:
-      j = getrandbits(k)
-    x[i], x[j] = x[j], x[i]
+    """`random.Random.shuffle(x)`: the same swaps from the same `getrandbits` draws, inlined
+    (`_randbelow(i + 1)` draws `bit_length(i + 1)` bits until the value is <= i)."""
+    for i, k in _shuffle_steps(len(x)):
+        j = getrandbits(k)
+        while j > i:
+            j = getrandbits(k)
+        x[i], x[j] = x[j], x[i]
 
 
 def randbelow(n, getrandbits):
-  """`random.Random._randbelow(n)`; `randint(a, b)` is `a + randbelow(b - a + 1)`."""
-  k = n.bit_length()
-  r = getrandbits(k)
-  while r >= n:
+    """`random.Random._randbelow(n)`; `randint(a, b)` is `a + randbelow(b - a + 1)`."""
+    k = n.bit_length()
     r = getrandbits(k)
-  return r
+    while r >= n:
+        r = getrandbits(k)
+    return r
 
 
 class InstanceMaker:
-  """Builds the original's training instances from a `Corpus`.
-
-  Args:
-    vocab: OrderedDict token -> id, in vocab-file order (the random-word draw indexes this
-      order, as the original's `list(tokenizer.vocab.keys())`).
-    max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq,
-    do_whole_word_mask: the flags of the same names.
-    rng: the `random.Random(random_seed)` every choice is drawn from.
-  """
-
-  def __init__(self, vocab, max_seq_length, short_seq_prob, masked_lm_prob,
-               max_predictions_per_seq, do_whole_word_mask, rng):
-    for token in (CLS_TOKEN, SEP_TOKEN, MASK_TOKEN):
-      if token not in vocab:
-        raise DataError(f"the vocab has no {token} entry; pretraining data needs "
-                        f"{CLS_TOKEN}, {SEP_TOKEN} and {MASK_TOKEN}")
-    self.cls_id = vocab[CLS_TOKEN]
-    self.sep_id = vocab[SEP_TOKEN]
-    self.mask_id = vocab[MASK_TOKEN]
-    self.vocab_word_ids = list(vocab.values())
-    self.max_seq_length = max_seq_length
-    self.max_num_tokens = max_seq_length - 3  # [CLS] A [SEP] B [SEP]
-    self.short_seq_prob = short_seq_prob
-    self.masked_lm_prob = masked_lm_prob
-    self.max_predictions_per_seq = max_predictions_per_seq
-    self.do_whole_word_mask = do_whole_word_mask
-    size = max(vocab.values()) + 1
-    # Whole-word masking glues a "##" piece to the word before it.
-    self.is_continuation = bytearray(size)
-    for token, i in vocab.items():
-      if token.startswith("##"):
-        self.is_continuation[i] = 1
-    self._num_to_predict = [self.num_to_predict(n) for n in range(max_seq_length + 1)]
-    self.rng = rng
-    self._random = rng.random
-    self._getrandbits = rng.getrandbits
-
-  # -- corpus level ---------------------------------------------------------------------------
-
-  def shuffle_documents(self, corpus):
-    """The original's one document shuffle; returns the shuffled order of document indexes."""
-    order = list(range(corpus.num_documents))
-    self.rng.shuffle(order)
-    return order
-
-  def make_instances(self, corpus, dupe_factor, store=None, progress=None):
-    """All instances of the corpus in the original's order, before the final shuffle.
+    """Builds the original's training instances from a `Corpus`.
 
     Args:
-      corpus: a `Corpus` with at least one document.
-      dupe_factor: number of passes over the documents.
-      store: an `InstanceStore` to append to (a new one by default).
-      progress: optional callable(documents_done, instances_made), called after each document.
-
-    Returns:
-      The `InstanceStore`.
+      vocab: OrderedDict token -> id, in vocab-file order (the random-word draw indexes this
+        order, as the original's `list(tokenizer.vocab.keys())`).
+      max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq,
+      do_whole_word_mask: the flags of the same names.
+      rng: the `random.Random(random_seed)` every choice is drawn from.
     """
-    if store is None:
-      store = InstanceStore(corpus.tokens.typecode)
-    order = self.shuffle_documents(corpus)
-    done = 0
-    for _ in range(dupe_factor):
-      for document_index in range(len(order)):
-        self.instances_from_document(corpus, order, document_index, store)
-        done += 1
-        if progress is not None:
-          progress(done, len(store))
-    return store
 
-  def final_order(self, num_instances):
-    """The original's final instance shuffle, as a permutation of instance indexes."""
-    order = list(range(num_instances))
-    self.rng.shuffle(order)
-    return order
+    def __init__(self, vocab, max_seq_length, short_seq_prob, masked_lm_prob,
+                 max_predictions_per_seq, do_whole_word_mask, rng):
+        for token in (CLS_TOKEN, SEP_TOKEN, MASK_TOKEN):
+            if token not in vocab:
+                raise DataError(f"the vocab has no {token} entry; pretraining data needs "
+                                f"{CLS_TOKEN}, {SEP_TOKEN} and {MASK_TOKEN}")
+        self.cls_id = vocab[CLS_TOKEN]
+        self.sep_id = vocab[SEP_TOKEN]
+        self.mask_id = vocab[MASK_TOKEN]
+        self.vocab_word_ids = list(vocab.values())
+        self.max_seq_length = max_seq_length
+        self.max_num_tokens = max_seq_length - 3  # [CLS] A [SEP] B [SEP]
+        self.short_seq_prob = short_seq_prob
+        self.masked_lm_prob = masked_lm_prob
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self.do_whole_word_mask = do_whole_word_mask
+        size = max(vocab.values()) + 1
+        # Whole-word masking glues a "##" piece to the word before it.
+        self.is_continuation = bytearray(size)
+        for token, i in vocab.items():
+            if token.startswith("##"):
+                self.is_continuation[i] = 1
+        self._num_to_predict = [self.num_to_predict(n) for n in range(max_seq_length + 1)]
+        self.rng = rng
+        self._random = rng.random
+        self._getrandbits = rng.getrandbits
 
-  # -- one document ---------------------------------------------------------------------------
+    # -- corpus level ---------------------------------------------------------------------------
 
-  def instances_from_document(self, corpus, order, document_index, store):
-    """Appends the instances of document `order[document_index]` to `store`."""
-    random_ = self._random
-    getrandbits = self._getrandbits
-    bounds = corpus.sentence_bounds
-    doc_bounds = corpus.document_bounds
-    num_docs = len(order)
-    max_num_tokens = self.max_num_tokens
+    def shuffle_documents(self, corpus):
+        """The original's one document shuffle; returns the shuffled order of document indexes."""
+        order = list(range(corpus.num_documents))
+        self.rng.shuffle(order)
+        return order
 
-    d = order[document_index]
-    first, end = doc_bounds[d], doc_bounds[d + 1]
-    target_seq_length = max_num_tokens
-    if random_() < self.short_seq_prob:
-      target_seq_length = 2 + randbelow(max_num_tokens - 1, getrandbits)
+    def make_instances(self, corpus, dupe_factor, store=None, progress=None):
+        """All instances of the corpus in the original's order, before the final shuffle.
 
-    chunk_start = first  # first sentence of the current chunk
-    current_length = 0
-    i = first
-    while i < end:
-      current_length += bounds[i + 1] - bounds[i]
-      if i == end - 1 or current_length >= target_seq_length:
-        chunk_size = i - chunk_start + 1
-        a_end = 1
-        if chunk_size >= 2:
-          a_end = 1 + randbelow(chunk_size - 1, getrandbits)
-        a0, a1 = bounds[chunk_start], bounds[chunk_start + a_end]
+        Args:
+          corpus: a `Corpus` with at least one document.
+          dupe_factor: number of passes over the documents.
+          store: an `InstanceStore` to append to (a new one by default).
+          progress: optional callable(documents_done, instances_made), called after each document.
 
-        if chunk_size == 1 or random_() < 0.5:
-          is_random_next = True
-          target_b_length = target_seq_length - (a1 - a0)
-          for _ in range(10):
-            random_index = randbelow(num_docs, getrandbits)
-            if random_index != document_index:
-              break
-          r = order[random_index]
-          r_first, r_end = doc_bounds[r], doc_bounds[r + 1]
-          j = r_first + randbelow(r_end - r_first, getrandbits)
-          b0 = bounds[j]
-          b1 = bounds[j + 1]
-          while b1 - b0 < target_b_length and j + 1 < r_end:
-            j += 1
-            b1 = bounds[j + 1]
-          # The chunk's unused sentences start the next chunk.
-          i -= chunk_size - a_end
-        else:
-          is_random_next = False
-          b0, b1 = a1, bounds[i + 1]
+        Returns:
+          The `InstanceStore`.
+        """
+        if store is None:
+            store = InstanceStore(corpus.tokens.typecode)
+        order = self.shuffle_documents(corpus)
+        done = 0
+        for _ in range(dupe_factor):
+            for document_index in range(len(order)):
+                self.instances_from_document(corpus, order, document_index, store)
+                done += 1
+                if progress is not None:
+                    progress(done, len(store))
+        return store
 
-        # Truncation: one draw per removed token, from the longer side (B on ties).
-        len_a, len_b = a1 - a0, b1 - b0
-        excess = len_a + len_b - max_num_tokens
-        while excess > 0:
-          if len_a > len_b:
-            if random_() < 0.5:
-              a0 += 1
-            else:
-              a1 -= 1
-            len_a -= 1
-          else:
-            if random_() < 0.5:
-              b0 += 1
-            else:
-              b1 -= 1
-            len_b -= 1
-          excess -= 1
+    def final_order(self, num_instances):
+        """The original's final instance shuffle, as a permutation of instance indexes."""
+        order = list(range(num_instances))
+        self.rng.shuffle(order)
+        return order
 
-        tokens = corpus.tokens
-        ids = [self.cls_id]
-        ids += tokens[a0:a1]
-        ids.append(self.sep_id)
-        ids += tokens[b0:b1]
-        ids.append(self.sep_id)
-        positions, labels = self.mask(ids, len_a)
-        store.append(ids, len_a + 2, positions, labels, is_random_next)
+    # -- one document ---------------------------------------------------------------------------
 
-        chunk_start = i + 1
+    def instances_from_document(self, corpus, order, document_index, store):
+        """Appends the instances of document `order[document_index]` to `store`."""
+        random_ = self._random
+        getrandbits = self._getrandbits
+        bounds = corpus.sentence_bounds
+        doc_bounds = corpus.document_bounds
+        num_docs = len(order)
+        max_num_tokens = self.max_num_tokens
+
+        d = order[document_index]
+        first, end = doc_bounds[d], doc_bounds[d + 1]
+        target_seq_length = max_num_tokens
+        if random_() < self.short_seq_prob:
+            target_seq_length = 2 + randbelow(max_num_tokens - 1, getrandbits)
+
+        chunk_start = first  # first sentence of the current chunk
         current_length = 0
-      i += 1
+        i = first
+        while i < end:
+            current_length += bounds[i + 1] - bounds[i]
+            if i == end - 1 or current_length >= target_seq_length:
+                chunk_size = i - chunk_start + 1
+                a_end = 1
+                if chunk_size >= 2:
+                    a_end = 1 + randbelow(chunk_size - 1, getrandbits)
+                a0, a1 = bounds[chunk_start], bounds[chunk_start + a_end]
 
-  # -- masking --------------------------------------------------------------------------------
+                if chunk_size == 1 or random_() < 0.5:
+                    is_random_next = True
+                    target_b_length = target_seq_length - (a1 - a0)
+                    for _ in range(10):
+                        random_index = randbelow(num_docs, getrandbits)
+                        if random_index != document_index:
+                            break
+                    r = order[random_index]
+                    r_first, r_end = doc_bounds[r], doc_bounds[r + 1]
+                    j = r_first + randbelow(r_end - r_first, getrandbits)
+                    b0 = bounds[j]
+                    b1 = bounds[j + 1]
+                    while b1 - b0 < target_b_length and j + 1 < r_end:
+                        j += 1
+                        b1 = bounds[j + 1]
+                    # The chunk's unused sentences start the next chunk.
+                    i -= chunk_size - a_end
+                else:
+                    is_random_next = False
+                    b0, b1 = a1, bounds[i + 1]
 
-  def num_to_predict(self, num_tokens):
-    return min(self.max_predictions_per_seq,
-               max(1, int(round(num_tokens * self.masked_lm_prob))))
+                # Truncation: one draw per removed token, from the longer side (B on ties).
+                len_a, len_b = a1 - a0, b1 - b0
+                excess = len_a + len_b - max_num_tokens
+                while excess > 0:
+                    if len_a > len_b:
+                        if random_() < 0.5:
+                            a0 += 1
+                        else:
+                            a1 -= 1
+                        len_a -= 1
+                    else:
+                        if random_() < 0.5:
+                            b0 += 1
+                        else:
+                            b1 -= 1
+                        len_b -= 1
+                    excess -= 1
 
-  def mask(self, ids, len_a):
-    """Masks `ids` ([CLS] A [SEP] B [SEP]) in place with the original's 80/10/10 rule.
+                tokens = corpus.tokens
+                ids = [self.cls_id]
+                ids += tokens[a0:a1]
+                ids.append(self.sep_id)
+                ids += tokens[b0:b1]
+                ids.append(self.sep_id)
+                positions, labels = self.mask(ids, len_a)
+                store.append(ids, len_a + 2, positions, labels, is_random_next)
 
-    Returns:
-      (positions, label_ids): the masked positions, ascending, and the original ids there.
-    """
-    n = len(ids)
-    sep_a = len_a + 1
-    getrandbits = self._getrandbits
-    num_to_predict = self._num_to_predict[n]
+                chunk_start = i + 1
+                current_length = 0
+            i += 1
 
-    if not self.do_whole_word_mask:
-      chosen = list(range(1, sep_a))
-      chosen += range(sep_a + 1, n - 1)
-      shuffle_in_place(chosen, getrandbits)
-      del chosen[num_to_predict:]
-    else:
-      cand = list(range(1, sep_a))
-      cand += range(sep_a + 1, n - 1)
-      is_cont = self.is_continuation
-      # A word starts at every non-"##" piece (and at the first candidate). [SEP] is no
-      # boundary: a "##" piece right after it joins the last word of A, as in the original.
-      starts = [i for i, p in enumerate(cand) if not is_cont[ids[p]]]
-      if not starts or starts[0]:
-        starts.insert(0, 0)
-      ends = starts[1:]
-      ends.append(len(cand))
-      # Shuffling the word numbers draws exactly what shuffling the words would.
-      words = list(range(len(starts)))
-      shuffle_in_place(words, getrandbits)
-      chosen = []
-      count = 0
-      for w in words:
-        if count >= num_to_predict:
-          break
-        begin = starts[w]
-        size = ends[w] - begin
-        if count + size > num_to_predict:
-          continue  # a whole word that does not fit is skipped, not split
-        # (The original also skips a word with an already covered piece; words are disjoint,
-        # so that never happens.)
-        chosen += cand[begin:begin + size]
-        count += size
+    # -- masking --------------------------------------------------------------------------------
 
-    positions = sorted(chosen)
-    labels = [ids[p] for p in positions]
-    # The 80/10/10 draws go in `chosen` order, as the original's.
-    random_ = self._random
-    mask_id = self.mask_id
-    for pos in chosen:
-      if random_() < 0.8:
-        ids[pos] = mask_id
-      elif random_() >= 0.5:  # else: kept as is, but still predicted
-        vocab_words = self.vocab_word_ids
-        ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
-    return positions, labels
+    def num_to_predict(self, num_tokens):
+        return min(self.max_predictions_per_seq,
+                   max(1, int(round(num_tokens * self.masked_lm_prob))))
+
+    def mask(self, ids, len_a):
+        """Masks `ids` ([CLS] A [SEP] B [SEP]) in place with the original's 80/10/10 rule.
+
+        Returns:
+          (positions, label_ids): the masked positions, ascending, and the original ids there.
+        """
+        n = len(ids)
+        sep_a = len_a + 1
+        getrandbits = self._getrandbits
+        num_to_predict = self._num_to_predict[n]
+
+        if not self.do_whole_word_mask:
+            chosen = list(range(1, sep_a))
+            chosen += range(sep_a + 1, n - 1)
+            shuffle_in_place(chosen, getrandbits)
+            del chosen[num_to_predict:]
+        else:
+            cand = list(range(1, sep_a))
+            cand += range(sep_a + 1, n - 1)
+            is_cont = self.is_continuation
+            # A word starts at every non-"##" piece (and at the first candidate). [SEP] is no
+            # boundary: a "##" piece right after it joins the last word of A, as in the original.
+            starts = [i for i, p in enumerate(cand) if not is_cont[ids[p]]]
+            if not starts or starts[0]:
+                starts.insert(0, 0)
+            ends = starts[1:]
+            ends.append(len(cand))
+            # Shuffling the word numbers draws exactly what shuffling the words would.
+            words = list(range(len(starts)))
+            shuffle_in_place(words, getrandbits)
+            chosen = []
+            count = 0
+            for w in words:
+                if count >= num_to_predict:
+                    break
+                begin = starts[w]
+                size = ends[w] - begin
+                if count + size > num_to_predict:
+                    continue  # a whole word that does not fit is skipped, not split
+                # (The original also skips a word with an already covered piece; words are disjoint,
+                # so that never happens.)
+                chosen += cand[begin:begin + size]
+                count += size
+
+        positions = sorted(chosen)
+        labels = [ids[p] for p in positions]
+        # The 80/10/10 draws go in `chosen` order, as the original's.
+        random_ = self._random
+        mask_id = self.mask_id
+        for pos in chosen:
+            if random_() < 0.8:
+                ids[pos] = mask_id
+            elif random_() >= 0.5:  # else: kept as is, but still predicted
+                vocab_words = self.vocab_word_ids
+                ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
+        return positions, labels

@@ -27,10 +27,10 @@ _MASK_DELTA = 0xA282EAD8
 
 
 def _byte_table():
-  table = np.arange(256, dtype=np.uint32)
-  for _ in range(8):
-    table = np.where(table & 1, (table >> 1) ^ np.uint32(_CASTAGNOLI), table >> 1)
-  return table.astype(np.uint32)
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(_CASTAGNOLI), table >> 1)
+    return table.astype(np.uint32)
 
 
 _TABLE = _byte_table()
@@ -38,9 +38,9 @@ _TABLE_LIST = _TABLE.tolist()
 
 
 def _four_zero_bytes(register):
-  for _ in range(4):
-    register = _TABLE[register & 0xFF] ^ (register >> 8)
-  return register
+    for _ in range(4):
+        register = _TABLE[register & 0xFF] ^ (register >> 8)
+    return register
 
 
 # The reflected CRC register after 4 more bytes is f(register ^ word), f linear: split the
@@ -52,257 +52,257 @@ del _HALVES
 
 
 class _ZeroRegisters:
-  """Register after n zero bytes from the initial 0xFFFFFFFF, for the right-aligned batches."""
+    """Register after n zero bytes from the initial 0xFFFFFFFF, for the right-aligned batches."""
 
-  def __init__(self):
-    self.values = np.array([0xFFFFFFFF], dtype=np.uint32)
+    def __init__(self):
+        self.values = np.array([0xFFFFFFFF], dtype=np.uint32)
 
-  def get(self, lengths):
-    need = int(lengths.max()) + 1
-    if need > len(self.values):
-      size = max(need, 2 * len(self.values))
-      values = self.values.tolist()
-      c = values[-1]
-      table = _TABLE_LIST
-      while len(values) < size:
-        c = table[c & 0xFF] ^ (c >> 8)
-        values.append(c)
-      self.values = np.array(values, dtype=np.uint32)
-    return self.values[lengths]
+    def get(self, lengths):
+        need = int(lengths.max()) + 1
+        if need > len(self.values):
+            size = max(need, 2 * len(self.values))
+            values = self.values.tolist()
+            c = values[-1]
+            table = _TABLE_LIST
+            while len(values) < size:
+                c = table[c & 0xFF] ^ (c >> 8)
+                values.append(c)
+            self.values = np.array(values, dtype=np.uint32)
+        return self.values[lengths]
 
 
 _ZERO_REGISTERS = _ZeroRegisters()
 
 
 def crc32c(data):
-  """CRC32-C of one bytes object (pure Python; for tests and short data)."""
-  c = 0xFFFFFFFF
-  table = _TABLE_LIST
-  for b in data:
-    c = table[(c ^ b) & 0xFF] ^ (c >> 8)
-  return c ^ 0xFFFFFFFF
+    """CRC32-C of one bytes object (pure Python; for tests and short data)."""
+    c = 0xFFFFFFFF
+    table = _TABLE_LIST
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
 
 
 def crc32c_batch(records):
-  """CRC32-C of each bytes object in `records` -> uint32 array.
+    """CRC32-C of each bytes object in `records` -> uint32 array.
 
-  The records are right-aligned in a zero-padded matrix: leading zero bytes leave a zero CRC
-  register at zero, so one pass from register 0 over all columns, then xor with the register
-  that `len(record)` zero bytes would give from the standard initial value, is each record's
-  CRC (the CRC register is affine in its initial value).
-  """
-  count = len(records)
-  if not count:
-    return np.zeros(0, np.uint32)
-  lengths = np.fromiter(map(len, records), np.int64, count)
-  width = (int(lengths.max()) + 3) // 4 * 4
-  matrix = np.zeros((count, width), np.uint8)
-  for row, record in zip(matrix, records):
-    if record:
-      row[width - len(record):] = np.frombuffer(record, np.uint8)
-  words = np.ascontiguousarray(matrix.view("<u4").T)
-  register = np.zeros(count, np.uint32)
-  halves = register.view("<u2").reshape(count, 2)
-  low, high = halves[:, 0], halves[:, 1]
-  f_low, f_high = _F_LOW, _F_HIGH
-  from_low = np.empty(count, np.uint32)
-  from_high = np.empty(count, np.uint32)
-  for column in words:
-    register ^= column
-    np.take(f_low, low, out=from_low)
-    np.take(f_high, high, out=from_high)
-    np.bitwise_xor(from_low, from_high, out=register)
-  return register ^ _ZERO_REGISTERS.get(lengths) ^ np.uint32(0xFFFFFFFF)
+    The records are right-aligned in a zero-padded matrix: leading zero bytes leave a zero CRC
+    register at zero, so one pass from register 0 over all columns, then xor with the register
+    that `len(record)` zero bytes would give from the standard initial value, is each record's
+    CRC (the CRC register is affine in its initial value).
+    """
+    count = len(records)
+    if not count:
+        return np.zeros(0, np.uint32)
+    lengths = np.fromiter(map(len, records), np.int64, count)
+    width = (int(lengths.max()) + 3) // 4 * 4
+    matrix = np.zeros((count, width), np.uint8)
+    for row, record in zip(matrix, records):
+        if record:
+            row[width - len(record):] = np.frombuffer(record, np.uint8)
+    words = np.ascontiguousarray(matrix.view("<u4").T)
+    register = np.zeros(count, np.uint32)
+    halves = register.view("<u2").reshape(count, 2)
+    low, high = halves[:, 0], halves[:, 1]
+    f_low, f_high = _F_LOW, _F_HIGH
+    from_low = np.empty(count, np.uint32)
+    from_high = np.empty(count, np.uint32)
+    for column in words:
+        register ^= column
+        np.take(f_low, low, out=from_low)
+        np.take(f_high, high, out=from_high)
+        np.bitwise_xor(from_low, from_high, out=register)
+    return register ^ _ZERO_REGISTERS.get(lengths) ^ np.uint32(0xFFFFFFFF)
 
 
 def masked_crc32c(crc):
-  """TFRecord's masking of a CRC (int or uint32 array)."""
-  if isinstance(crc, np.ndarray):
-    crc = crc.astype(np.uint64)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA).astype(np.uint32)
-  return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    """TFRecord's masking of a CRC (int or uint32 array)."""
+    if isinstance(crc, np.ndarray):
+        crc = crc.astype(np.uint64)
+        return (((crc >> 15) | (crc << 17)) + _MASK_DELTA).astype(np.uint32)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def frame_records(records, header_cache=None):
-  """The TFRecord bytes of a list of serialized records."""
-  crcs = masked_crc32c(crc32c_batch(records)).astype("<u4").tobytes()
-  header_cache = {} if header_cache is None else header_cache
-  out = []
-  append = out.append
-  for i, record in enumerate(records):
-    n = len(record)
-    header = header_cache.get(n)
-    if header is None:
-      length = struct.pack("<Q", n)
-      header = header_cache[n] = length + struct.pack("<I", masked_crc32c(crc32c(length)))
-    append(header)
-    append(record)
-    append(crcs[4 * i:4 * i + 4])
-  return b"".join(out)
+    """The TFRecord bytes of a list of serialized records."""
+    crcs = masked_crc32c(crc32c_batch(records)).astype("<u4").tobytes()
+    header_cache = {} if header_cache is None else header_cache
+    out = []
+    append = out.append
+    for i, record in enumerate(records):
+        n = len(record)
+        header = header_cache.get(n)
+        if header is None:
+            length = struct.pack("<Q", n)
+            header = header_cache[n] = length + struct.pack("<I", masked_crc32c(crc32c(length)))
+        append(header)
+        append(record)
+        append(crcs[4 * i:4 * i + 4])
+    return b"".join(out)
 
 
 def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
 
-  return tf.io.gfile
+    return tf.io.gfile
 
 
 def _open_for_write(path):
-  if "://" in path:
-    return _gfile().GFile(path, "wb")
-  return open(path, "wb")
+    if "://" in path:
+        return _gfile().GFile(path, "wb")
+    return open(path, "wb")
 
 
 class TFRecordFile:
-  """Appends records to one TFRecord file, framing them in batches of `batch_size`."""
+    """Appends records to one TFRecord file, framing them in batches of `batch_size`."""
 
-  def __init__(self, path, batch_size=2048):
-    self.path = path
-    self._file = _open_for_write(path)
-    self._pending = []
-    self._batch_size = batch_size
-    self._header_crcs = {}
+    def __init__(self, path, batch_size=2048):
+        self.path = path
+        self._file = _open_for_write(path)
+        self._pending = []
+        self._batch_size = batch_size
+        self._header_crcs = {}
 
-  def write(self, record):
-    self._pending.append(record)
-    if len(self._pending) >= self._batch_size:
-      self.flush()
+    def write(self, record):
+        self._pending.append(record)
+        if len(self._pending) >= self._batch_size:
+            self.flush()
 
-  def write_many(self, records):
-    self._pending.extend(records)
-    if len(self._pending) >= self._batch_size:
-      self.flush()
+    def write_many(self, records):
+        self._pending.extend(records)
+        if len(self._pending) >= self._batch_size:
+            self.flush()
 
-  def flush(self):
-    if not self._pending:
-      return
-    records, self._pending = self._pending, []
-    self._file.write(frame_records(records, self._header_crcs))
+    def flush(self):
+        if not self._pending:
+            return
+        records, self._pending = self._pending, []
+        self._file.write(frame_records(records, self._header_crcs))
 
-  def close(self):
-    self.flush()
-    self._file.close()
+    def close(self):
+        self.flush()
+        self._file.close()
 
 
 def check_writable(paths, flag="--output_file"):
-  """Raises DataError unless every path can be created (creates, then removes, its temp file)."""
-  if not paths or not any(paths):
-    raise DataError(f"{flag} is empty; expected a file or a comma list of files")
-  if len(set(paths)) != len(paths):
-    raise DataError(f"{flag} names the same file twice: {paths}")
-  for path in paths:
-    if not path:
-      raise DataError(f"{flag} contains an empty file name: {paths}")
-    temp = path + INCOMPLETE_SUFFIX
-    try:
-      if "://" in path:
-        gfile = _gfile()
-        if gfile.isdir(path):
-          raise DataError(f"{flag}: {path!r} is a directory")
-        with gfile.GFile(temp, "wb"):
-          pass
-        gfile.remove(temp)
-      else:
-        if os.path.isdir(path):
-          raise DataError(f"{flag}: {path!r} is a directory")
-        directory = os.path.dirname(path) or "."
-        if not os.path.isdir(directory):
-          raise DataError(f"{flag}: cannot write {path!r}: directory {directory!r} does not exist")
-        with open(temp, "wb"):
-          pass
-        os.remove(temp)
-    except DataError:
-      raise
-    except Exception as e:  # pylint: disable=broad-except  (OSError, tf.errors.*)
-      raise DataError(f"{flag}: cannot write {path!r}: {e}") from None
+    """Raises DataError unless every path can be created (creates, then removes, its temp file)."""
+    if not paths or not any(paths):
+        raise DataError(f"{flag} is empty; expected a file or a comma list of files")
+    if len(set(paths)) != len(paths):
+        raise DataError(f"{flag} names the same file twice: {paths}")
+    for path in paths:
+        if not path:
+            raise DataError(f"{flag} contains an empty file name: {paths}")
+        temp = path + INCOMPLETE_SUFFIX
+        try:
+            if "://" in path:
+                gfile = _gfile()
+                if gfile.isdir(path):
+                    raise DataError(f"{flag}: {path!r} is a directory")
+                with gfile.GFile(temp, "wb"):
+                    pass
+                gfile.remove(temp)
+            else:
+                if os.path.isdir(path):
+                    raise DataError(f"{flag}: {path!r} is a directory")
+                directory = os.path.dirname(path) or "."
+                if not os.path.isdir(directory):
+                    raise DataError(f"{flag}: cannot write {path!r}: directory {directory!r} does not exist")
+                with open(temp, "wb"):
+                    pass
+                os.remove(temp)
+        except DataError:
+            raise
+        except Exception as e:  # pylint: disable=broad-except  (OSError, tf.errors.*)
+            raise DataError(f"{flag}: cannot write {path!r}: {e}") from None
 
 
 class RoundRobinRecordWriter:
-  """Writes serialized records round-robin to `paths` (record i to `paths[i % len(paths)]`).
+    """Writes serialized records round-robin to `paths` (record i to `paths[i % len(paths)]`).
 
-  As a context manager: leaving normally renames every `<path>.incomplete` to `<path>`;
-  leaving by an exception (including KeyboardInterrupt) deletes them.
-  """
+    As a context manager: leaving normally renames every `<path>.incomplete` to `<path>`;
+    leaving by an exception (including KeyboardInterrupt) deletes them.
+    """
 
-  def __init__(self, paths):
-    self.paths = list(paths)
-    self._files = []
-    try:
-      for path in self.paths:
-        self._files.append(TFRecordFile(path + INCOMPLETE_SUFFIX))
-    except Exception:
-      self.abort()
-      raise
-    self._next = 0
-    self.num_written = 0
+    def __init__(self, paths):
+        self.paths = list(paths)
+        self._files = []
+        try:
+            for path in self.paths:
+                self._files.append(TFRecordFile(path + INCOMPLETE_SUFFIX))
+        except Exception:
+            self.abort()
+            raise
+        self._next = 0
+        self.num_written = 0
 
-  def write(self, record):
-    self._files[self._next].write(record)
-    self._next += 1
-    if self._next == len(self._files):
-      self._next = 0
-    self.num_written += 1
+    def write(self, record):
+        self._files[self._next].write(record)
+        self._next += 1
+        if self._next == len(self._files):
+            self._next = 0
+        self.num_written += 1
 
-  def write_many(self, records):
-    """`write` for each record, in order."""
-    files = self._files
-    n = len(files)
-    if n == 1:
-      files[0].write_many(records)
-    else:
-      for j in range(n):
-        files[(self._next + j) % n].write_many(records[j::n])
-      self._next = (self._next + len(records)) % n
-    self.num_written += len(records)
+    def write_many(self, records):
+        """`write` for each record, in order."""
+        files = self._files
+        n = len(files)
+        if n == 1:
+            files[0].write_many(records)
+        else:
+            for j in range(n):
+                files[(self._next + j) % n].write_many(records[j::n])
+            self._next = (self._next + len(records)) % n
+        self.num_written += len(records)
 
-  def close(self, rename=True):
-    """Finishes every file and gives it its final name (or leaves that to `rename_complete`)."""
-    for f in self._files:
-      f.close()
-    self._files = []
-    if rename:
-      rename_complete(self.paths)
+    def close(self, rename=True):
+        """Finishes every file and gives it its final name (or leaves that to `rename_complete`)."""
+        for f in self._files:
+            f.close()
+        self._files = []
+        if rename:
+            rename_complete(self.paths)
 
-  def abort(self):
-    """Closes and deletes the temporary files."""
-    for f in self._files:
-      try:
-        f.close()
-      except Exception:  # pylint: disable=broad-except
-        pass
-    self._files = []
-    remove_incomplete(self.paths)
+    def abort(self):
+        """Closes and deletes the temporary files."""
+        for f in self._files:
+            try:
+                f.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+        self._files = []
+        remove_incomplete(self.paths)
 
-  def __enter__(self):
-    return self
+    def __enter__(self):
+        return self
 
-  def __exit__(self, exc_type, exc, tb):
-    if exc_type is None:
-      self.close()
-    else:
-      self.abort()
-    return False
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+        return False
 
 
 def rename_complete(paths):
-  """Renames each `<path>.incomplete` to `<path>`."""
-  for path in paths:
-    if "://" in path:
-      _gfile().rename(path + INCOMPLETE_SUFFIX, path, overwrite=True)
-    else:
-      os.replace(path + INCOMPLETE_SUFFIX, path)
+    """Renames each `<path>.incomplete` to `<path>`."""
+    for path in paths:
+        if "://" in path:
+            _gfile().rename(path + INCOMPLETE_SUFFIX, path, overwrite=True)
+        else:
+            os.replace(path + INCOMPLETE_SUFFIX, path)
 
 
 def remove_incomplete(paths):
-  """Deletes whichever `<path>.incomplete` files exist."""
-  for path in paths:
-    temp = path + INCOMPLETE_SUFFIX
-    try:
-      if "://" in path:
-        gfile = _gfile()
-        if gfile.exists(temp):
-          gfile.remove(temp)
-      elif os.path.exists(temp):
-        os.remove(temp)
-    except Exception:  # pylint: disable=broad-except
-      pass
+    """Deletes whichever `<path>.incomplete` files exist."""
+    for path in paths:
+        temp = path + INCOMPLETE_SUFFIX
+        try:
+            if "://" in path:
+                gfile = _gfile()
+                if gfile.exists(temp):
+                    gfile.remove(temp)
+            elif os.path.exists(temp):
+                os.remove(temp)
+        except Exception:  # pylint: disable=broad-except
+            pass
