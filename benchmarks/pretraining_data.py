@@ -18,7 +18,6 @@ bytes against the original's records re-serialized deterministically).
 """
 
 import argparse
-import importlib.util
 import os
 import subprocess
 import sys
@@ -27,14 +26,9 @@ import threading
 import time
 from pathlib import Path
 
+import pretraining_corpus  # a sibling script: this folder is first on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
-_HERE = Path(__file__).resolve().parent
-# Other benchmark files (e.g. benchmarks/tokenize.py) must not shadow standard modules.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-_spec = importlib.util.spec_from_file_location("pretraining_corpus",
-                                               _HERE / "pretraining_corpus.py")
-pretraining_corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pretraining_corpus)
 
 _RUNNER = """\
 import runpy, sys
