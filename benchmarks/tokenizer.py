@@ -22,7 +22,6 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import gzip  # noqa: E402
-import importlib.util  # noqa: E402
 import time  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(_HERE))
 from absl import app, flags  # noqa: E402
 
 from bert_tf import tokenization  # noqa: E402
+from bert_tf.original import load_original_module  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_VOCAB = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
@@ -90,22 +90,6 @@ def build_corpus(roots, max_bytes):
     return lines, total, files
 
 
-def load_original_tokenization(repo):
-    """Imports the original tokenization.py with `tensorflow` resolved to `tf.compat.v1`."""
-    import tensorflow as tf
-
-    spec = importlib.util.spec_from_file_location(
-        "original_bert_tokenization", os.path.join(repo, "tokenization.py"))
-    module = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get("tensorflow")
-    sys.modules["tensorflow"] = tf.compat.v1
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules["tensorflow"] = saved
-    return module
-
-
 def python_runner(make):
     """A fresh tokenizer per run (so bert_tf's word cache starts cold), created untimed."""
     def prepare():
@@ -130,7 +114,7 @@ def main(argv):
     lower = FLAGS.do_lower_case
     runners = []  # (name, prepare() -> run() -> ids)
     if FLAGS.original_repo:
-        orig = load_original_tokenization(FLAGS.original_repo)
+        orig = load_original_module(FLAGS.original_repo, "tokenization")
         runners.append(("original tokenization.FullTokenizer",
                         python_runner(lambda: orig.FullTokenizer(FLAGS.vocab_file, lower))))
     runners.append(("bert_tf FullTokenizer",

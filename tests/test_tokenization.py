@@ -10,7 +10,6 @@ Three layers of evidence:
 and the golden file ../shared/golden/tokenize/sample_uncased.jsonl.
 """
 
-import importlib.util
 import json
 import os
 import random
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bert_tf import tokenization
+from bert_tf.original import load_original_module
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -52,22 +52,6 @@ def read_cases():
 def read_expected():
     with open(DATA / "adversarial_expected.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
-
-
-def load_original_tokenization(repo):
-    """Imports the original tokenization.py with `tensorflow` resolved to `tf.compat.v1`."""
-    import tensorflow as tf
-
-    spec = importlib.util.spec_from_file_location(
-        "original_bert_tokenization", os.path.join(repo, "tokenization.py"))
-    module = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get("tensorflow")
-    sys.modules["tensorflow"] = tf.compat.v1
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules["tensorflow"] = saved
-    return module
 
 
 def write_vocab(path, tokens):
@@ -279,7 +263,7 @@ def fuzz_corpus(n, seed=0):
 @needs_shared
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
 def test_matches_live_original(lower):
-    orig = load_original_tokenization(str(ORIGINAL_REPO))
+    orig = load_original_module(ORIGINAL_REPO, "tokenization")
     theirs = orig.FullTokenizer(str(UNCASED_VOCAB), do_lower_case=lower)
     ours = tokenization.FullTokenizer(str(UNCASED_VOCAB), do_lower_case=lower)
     assert list(ours.vocab.items()) == list(theirs.vocab.items())

@@ -14,11 +14,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
-from make_expected import load_original_tokenization  # noqa: E402
 
 from bert_tf import tokenization  # noqa: E402
+from bert_tf.original import load_original_module  # noqa: E402
 
 
 def main():
@@ -26,7 +26,7 @@ def main():
     parser.add_argument("--original_repo", required=True)
     parser.add_argument("--vocab_file", required=True)
     args = parser.parse_args()
-    orig = load_original_tokenization(args.original_repo)
+    orig = load_original_module(args.original_repo, "tokenization")
     texts = [f"x{c}y {c} A{c}\u0301{c}\u03a3 {c}{c}" for c in map(chr, range(0x110000))]
     failed = False
     for lower in (True, False):

@@ -11,27 +11,14 @@ Writes adversarial_expected.jsonl next to this file: for each case and for do_lo
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
-
-def load_original_tokenization(repo):
-    import tensorflow as tf
-
-    spec = importlib.util.spec_from_file_location(
-        "original_bert_tokenization", os.path.join(repo, "tokenization.py"))
-    module = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get("tensorflow")
-    sys.modules["tensorflow"] = tf.compat.v1
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules["tensorflow"] = saved
-    return module
+from bert_tf.original import load_original_module  # noqa: E402
 
 
 def read_cases(path=os.path.join(HERE, "adversarial.jsonl")):
@@ -50,7 +37,7 @@ def main():
     parser.add_argument("--original_repo", required=True)
     parser.add_argument("--vocab_file", required=True)
     args = parser.parse_args()
-    orig = load_original_tokenization(args.original_repo)
+    orig = load_original_module(args.original_repo, "tokenization")
     out_path = os.path.join(HERE, "adversarial_expected.jsonl")
     with open(out_path + ".tmp", "w", encoding="utf-8") as f:
         for case in read_cases():
