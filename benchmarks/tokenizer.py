@@ -13,26 +13,20 @@ All ids are checked to be identical; the table gives tokens/s and ratios against
 (or against bert_tf's FullTokenizer without --original_repo).
 """
 
+import gzip
 import os
 import sys
-
-# This file shares its name with the standard library's `tokenize`; drop its own folder from the
-# import path so that libraries importing `tokenize` get the standard one, not this script.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
-import gzip  # noqa: E402
-import time  # noqa: E402
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(_HERE))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
 
 from absl import app, flags  # noqa: E402
 
 from bert_tf import tokenization  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_VOCAB = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
 
 FLAGS = flags.FLAGS
