@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_training_helpers import TINY_CONFIG, read_checkpoint, run_driver, tiny_options, write_config
+from test_training_helpers import TINY_CONFIG
 
 NO_DROPOUT = dict(TINY_CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
@@ -107,5 +107,6 @@ def test_four_micro_batches_equal_one_batch(tmp_path, optimizer="adamw"):
 def test_batch_not_divisible_by_accumulation_steps_names_the_flags(tmp_path):
     from bert_tf.training.loop import PretrainingError
 
-    with pytest.raises(PretrainingError, match="--train_batch_size=6.*--gradient_accumulation_steps=4"):
+    with pytest.raises(PretrainingError,
+                       match="--train_batch_size=6.*--gradient_accumulation_steps=4"):
         trainer(tmp_path, train_batch_size=6, gradient_accumulation_steps=4)

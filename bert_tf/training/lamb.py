@@ -23,7 +23,9 @@ import re
 
 import tensorflow as tf
 
-from bert_tf.training.optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay, _assign_if
+from bert_tf.training.optimizer import (
+    DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay, _assign_if,
+)
 
 
 class Lamb(AdamWeightDecay):
