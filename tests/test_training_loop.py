@@ -149,10 +149,16 @@ def _state_lists(output_dir, step):
 
 
 @pytest.mark.slow
-def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
+@pytest.mark.parametrize("scale_options", [
+    {},
+    # Issue 6: LAMB slots, the fp16 loss scale and micro-batches resume the same way.
+    {"optimizer": "lamb", "mixed_precision": "fp16", "gradient_accumulation_steps": 2,
+     "loss_scale_growth_interval": 7},
+], ids=["adamw", "lamb_fp16_accumulation"])
+def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path, scale_options):
     total = 120
     args = dict(num_train_steps=total, save_checkpoints_steps=2, iterations_per_loop=1,
-                num_warmup_steps=3, keep_checkpoint_max=3)
+                num_warmup_steps=3, keep_checkpoint_max=3, **scale_options)
     reference = run_driver(tiny_options(tmp_path, tmp_path / "reference", **args))
     assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
 
