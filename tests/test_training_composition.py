@@ -1,11 +1,8 @@
-"""The scale features together: under MirroredStrategy (2 logical CPUs) and across a resume."""
-
-import shutil
+"""The scale features together under MirroredStrategy (2 logical CPUs). Resume after SIGKILL
+with LAMB + fp16 + accumulation: tests/test_training_loop.py."""
 
 import numpy as np
 import pytest
-
-from bert_tf import checkpoints
 
 from test_training_helpers import read_checkpoint, run_driver, tiny_options, write_config
 
@@ -51,33 +48,3 @@ def test_mirrored_fp16_overflow_skips_on_every_replica(tmp_path):
     saved = read_checkpoint(tmp_path / "out" / "model.ckpt-2")
     assert saved["bert_tf/loss_scale"] == 2.0 ** 98 and int(saved["global_step"]) == 2
     assert not any(np.any(v) for k, v in saved.items() if k.endswith(("/lamb_m", "/lamb_v")))
-
-
-@pytest.mark.slow
-def test_fp16_lamb_accumulation_resumes_exactly(tmp_path):
-    common = dict(optimizer="lamb", mixed_precision="fp16", gradient_accumulation_steps=2,
-                  loss_scale_growth_interval=3, num_train_steps=6, save_checkpoints_steps=2,
-                  iterations_per_loop=2, train_batch_size=8)
-
-    def train(out, **overrides):
-        # A fresh process per run, as a restart after a crash.
-        result = run_driver(tiny_options(tmp_path, out, **dict(common, **overrides)))
-        return result["checkpoint"], [tuple(h) for h in result["history"]]
-
-    straight, history = train(tmp_path / "straight", keep_checkpoint_max=0)
-    # As if killed after the checkpoint of step 2 (with its loss scale and input position;
-    # the SIGKILL timing itself is covered by test_training_loop.py).
-    shutil.copytree(tmp_path / "straight", tmp_path / "resumed")
-    for path in (tmp_path / "resumed").glob("model.ckpt-[46].*"):
-        path.unlink()
-    prefix = str(tmp_path / "resumed" / "model.ckpt-2")
-    checkpoints.write_checkpoint_state(str(tmp_path / "resumed"), prefix, [prefix])
-    resumed, tail = train(tmp_path / "resumed", keep_checkpoint_max=0)
-    assert [s for s, _ in tail] == [2, 3, 4, 5]
-    assert tail == history[2:]
-    assert [v["loss_scale"] for _, v in history] == [2.0 ** 15] * 3 + [2.0 ** 16] * 3
-    a, b = read_checkpoint(straight), read_checkpoint(resumed)
-    assert a["bert_tf/loss_scale"] == 2.0 ** 17  # grew again after step 6
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
