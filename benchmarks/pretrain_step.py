@@ -7,9 +7,12 @@ global-norm clipping, AdamWeightDecay, global_step), with the model FLOP utilisa
 
 Each row: seconds per step (median and fastest of --steps single-step calls), sequences/s,
 achieved model GFLOP/s of the fastest step (analytic matmul FLOPs of a training step, 3x the
-forward pass) and its fraction of the best matmul peak around the row (MFU), and the
-original's step time at the same settings where REFERENCE.md §10 has it (BERT-Base, seq 128,
-batch 8, float32: 1.63 s/step) over our fastest step.
+forward pass) and its fraction of the best matmul peak around the row (MFU). With
+--original_repo=PATH (a copy of google-research/bert) the original's own float32 training step
+(its model, heads and AdamWeightDecay, through tf.compat.v1, see bert_tf.original) is timed in
+the same run on the same batch, and each row shows our speed-up over it:
+
+    python benchmarks/pretrain_step.py --batch_sizes=8 --original_repo=/tmp/orig_bert
 
 Precisions, XLA and sequence lengths (README section `scale`):
 
@@ -20,33 +23,22 @@ Each row's MFU is against the 4096^3 matmul peak of ITS compute dtype (float32 o
 measured in the same run around the row; both peaks are printed per row.
 """
 
+import argparse
 import os
 import sys
+import time
 
-# Run as a script, this folder comes first on sys.path, where a sibling module may shadow the
-# standard library (benchmarks/tokenize.py shadows `tokenize`); load `common` by path instead.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import time  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("bench_common", os.path.join(_HERE, "common.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
-BERT_BASE, matmul_peak_gflops = common.BERT_BASE, common.matmul_peak_gflops
-pretraining_step_flops, print_table = common.pretraining_step_flops, common.print_table
+from common import BERT_BASE, matmul_peak_gflops, pretraining_step_flops, print_table  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.training.loop import Pretrainer, PretrainingOptions  # noqa: E402
 
-# The original's float32 step time on this kind of machine (REFERENCE.md §10), by
-# (layers, hidden, seq_length, batch).
-ORIGINAL_SECONDS_PER_STEP = {(12, 768, 128, 8): 1.63}
 
 
 class SyntheticStream:
@@ -66,8 +58,9 @@ class SyntheticStream:
             "masked_lm_weights": np.ones((batch_size, max_predictions), np.float32),
             "next_sentence_labels": rng.randint(0, 2, (batch_size, 1)),
         }
-        batch = {k: tf.constant(v, tf.float32 if k == "masked_lm_weights" else tf.int32)
-                 for k, v in batch.items()}
+        self.numpy_batch = {k: np.asarray(v, np.float32 if k == "masked_lm_weights" else np.int32)
+                            for k, v in batch.items()}
+        batch = {k: tf.constant(v) for k, v in self.numpy_batch.items()}
         self.iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
 
     def get_next(self):
@@ -100,6 +93,46 @@ def measure(config, batch_size, seq_length, max_predictions, steps, warmup_steps
     return float(np.median(times)), min(times)
 
 
+def measure_original(repo, config_dict, batch_size, seq_length, max_predictions, steps,
+                     warmup_steps):
+    """The original run_pretraining.py's float32 training step (its model_fn's graph: model,
+    both heads, create_optimizer's AdamWeightDecay) on the same synthetic batch, through a
+    tf.compat.v1 session. Returns (median, fastest) seconds per step."""
+    modeling = load_original_module(repo, "modeling")
+    optimization = load_original_module(repo, "optimization")
+    run_pretraining = load_original_module(repo, "run_pretraining")
+    batch = SyntheticStream(batch_size, seq_length, max_predictions,
+                            config_dict["vocab_size"]).numpy_batch
+    graph = tf.Graph()
+    with graph.as_default():
+        features = {k: tf.constant(v) for k, v in batch.items()}
+        config = modeling.BertConfig.from_dict(config_dict)
+        model = modeling.BertModel(
+            config=config, is_training=True, input_ids=features["input_ids"],
+            input_mask=features["input_mask"], token_type_ids=features["segment_ids"],
+            use_one_hot_embeddings=False)
+        mlm_loss, _, _ = run_pretraining.get_masked_lm_output(
+            config, model.get_sequence_output(), model.get_embedding_table(),
+            features["masked_lm_positions"], features["masked_lm_ids"],
+            features["masked_lm_weights"])
+        nsp_loss, _, _ = run_pretraining.get_next_sentence_output(
+            config, model.get_pooled_output(), features["next_sentence_labels"])
+        loss = mlm_loss + nsp_loss
+        train_op = optimization.create_optimizer(loss, 1e-4, 10**6, 100, False)
+        init = tf.compat.v1.global_variables_initializer()
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(init)
+        for _ in range(warmup_steps):
+            session.run(train_op)
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            _, value = session.run([train_op, loss])
+            times.append(time.perf_counter() - start)
+            assert np.isfinite(value)
+    return float(np.median(times)), min(times)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch_sizes", default="8,32")
@@ -117,6 +150,9 @@ def main():
     parser.add_argument("--optimizer", default="exact",
                         help="comma list of optimizer updates to measure: exact (op by op, as "
                              "the original) and/or fused (XLA-fused per variable)")
+    parser.add_argument("--original_repo", default=None,
+                        help="a copy of google-research/bert: also time its float32 training "
+                             "step on the same batch, in this run, as the baseline")
     args = parser.parse_args()
 
     config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
@@ -134,7 +170,7 @@ def main():
         if dtype not in MIXED_PRECISION:
             parser.error(f"--dtype: {dtype!r} is not one of {', '.join(MIXED_PRECISION)}")
 
-    rows = []
+    rows, originals = [], {}
     runs = [(seq, b, o, d, x) for seq, b in shapes for o in args.optimizer.split(",")
             for x in args.xla.split(",") for d in dtypes]
     for seq_length, batch_size, optimizer, dtype, xla in runs:
@@ -152,22 +188,27 @@ def main():
         seqs = batch_size / seconds
         # Utilisation from the fastest step against the best matmul: both least disturbed.
         gflops = batch_size / best * flops_per_seq / 1e9
-        original = ORIGINAL_SECONDS_PER_STEP.get(
-            (config.num_hidden_layers, config.hidden_size, seq_length, batch_size))
-        if dtype != "float32":
-            original = None
+        original = None
+        if args.original_repo and (seq_length, batch_size) not in originals:
+            originals[seq_length, batch_size] = measure_original(
+                args.original_repo, config_dict, batch_size, seq_length,
+                args.max_predictions_per_seq, args.steps, args.warmup_steps)
+        if args.original_repo:
+            original = originals[seq_length, batch_size]
         rows.append([
             dtype, xla, optimizer, seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
             f"{seqs:.2f}",
             f"{gflops:.0f}", f"{peaks['float32']:.0f}", f"{peaks['bfloat16']:.0f}",
             f"{gflops / peak:.0%}",
-            f"{original:.2f} s ({original / best:.2f}x)" if original else "-",
+            f"{original[0]:.3f} / {original[1]:.3f} ({original[0] / seconds:.2f}x / "
+            f"{original[1] / best:.2f}x)" if original else "-",
         ])
         print(" | ".join(str(c) for c in rows[-1]), flush=True)
     print()
     print_table(["dtype", "xla", "optimizer", "seq", "batch", "s/step (median)", "s/step (best)",
                  "seq/s (median)", "model GFLOP/s (best)", "fp32 peak", "bf16 peak",
-                 "MFU (own dtype's peak)", "original s/step (speed-up)"], rows)
+                 "MFU (own dtype's peak)",
+                 "original float32 s/step median / best (our speed-up)"], rows)
 
 
 if __name__ == "__main__":
