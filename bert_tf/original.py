@@ -53,9 +53,10 @@ def load_original_module(repo, name):
         raise FileNotFoundError(f"{path} not found: expected a copy of google-research/bert")
     spec = importlib.util.spec_from_file_location(f"original_bert_{name}", path)
     module = importlib.util.module_from_spec(spec)
-    saved_tf = sys.modules.get("tensorflow")
+    tf1 = _tf1_module()  # imports the real tensorflow first, so there is one to put back
+    saved_tf = sys.modules["tensorflow"]
     saved_path = list(sys.path)
-    sys.modules["tensorflow"] = _tf1_module()
+    sys.modules["tensorflow"] = tf1
     sys.path.insert(0, repo)
     try:
         spec.loader.exec_module(module)
