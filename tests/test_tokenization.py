@@ -22,13 +22,16 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.original import load_original_module
+from conftest import SHARED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = SHARED_DIR
 UNCASED_VOCAB = SHARED / "data" / "uncased_vocab.txt"
 GOLDEN = SHARED / "golden" / "tokenize" / "sample_uncased.jsonl"
 SAMPLE_TEXT = SHARED / "data" / "sample_text.txt"
 DATA = Path(__file__).resolve().parent / "data" / "tokenization"
+sys.path.insert(0, str(DATA))
+from make_expected import read_cases  # noqa: E402  (the script that records the original's outputs)
 ORIGINAL_REPO = Path(os.environ.get("BERT_ORIGINAL_REPO", "/tmp/orig_bert"))
 
 needs_shared = pytest.mark.skipif(
@@ -36,17 +39,6 @@ needs_shared = pytest.mark.skipif(
 needs_original = pytest.mark.skipif(
     not (ORIGINAL_REPO / "tokenization.py").exists(),
     reason=f"no copy of google-research/bert at {ORIGINAL_REPO} (set BERT_ORIGINAL_REPO)")
-
-
-def read_cases():
-    cases = []
-    with open(DATA / "adversarial.jsonl", encoding="utf-8") as f:
-        for line in f:
-            case = json.loads(line)
-            case["input"] = (bytes.fromhex(case["bytes_hex"]) if "bytes_hex" in case
-                             else case["text"])
-            cases.append(case)
-    return cases
 
 
 def read_expected():

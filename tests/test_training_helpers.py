@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from conftest import SHARED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = SHARED_DIR
 GOLDEN_TRAIN = SHARED / "golden" / "train"
 
 TINY_CONFIG = {

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from bert_tf import tokenization, vocab
+from conftest import SHARED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE_TEXT = REPO.parent / "shared" / "data" / "sample_text.txt"
+SAMPLE_TEXT = SHARED_DIR / "data" / "sample_text.txt"
 
 CORPUS = """The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs!
 Running foxes and sleeping dogs: a tokenizer's favourite sentences.
