@@ -337,14 +337,14 @@ class WordpieceTokenizer:
         start = 0
         while start < n:
             if start == 0:
-                end = min(n, max_len)
+                end = n if n < max_len else max_len
                 while end > start and word[start:end] not in vocab:
                     end -= 1
                 if end == start:
                     return [self.unk_token]
                 pieces.append(word[start:end])
             else:
-                end = min(n, start + max_len - 2)
+                end = n if n - start < max_len - 2 else start + max_len - 2
                 while end > start and "##" + word[start:end] not in vocab:
                     end -= 1
                 if end == start:
@@ -360,8 +360,8 @@ class FullTokenizer:
     Args:
       vocab_file: path of a vocab file (one token per line).
       do_lower_case: lower-case and strip accents (uncased models) or not (cased models).
-      cache_size: how many distinct words to memoize (0 disables the cache). The cache only
-        changes speed, never output.
+      cache_size: how many distinct words (and, separately, word pieces) to memoize; 0
+        disables the memos. They only change speed, never output.
     """
 
     def __init__(self, vocab_file, do_lower_case=True, cache_size=200_000):
@@ -374,32 +374,47 @@ class FullTokenizer:
         self.do_lower_case = do_lower_case
         self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+        # Two memos of ids: whole whitespace-separated words ("word," and "(word" are distinct
+        # entries) and the punctuation-split pieces they are made of (which they share), so
+        # WordPiece runs once per distinct piece.
         self._cache = {}
+        self._piece_cache = {}
         self._cache_size = cache_size
 
-    def _word_pieces(self, word):
-        pieces = self._cache.get(word)
-        if pieces is None:
-            pieces = []
+    def _memo(self, cache, key, value):
+        if self._cache_size:
+            if len(cache) >= self._cache_size:
+                cache.clear()
+            cache[key] = value
+
+    def _word_ids(self, word):
+        """Steps 5-7 on one whitespace-separated word: its list of ids (memoized)."""
+        ids = self._cache.get(word)
+        if ids is None:
+            ids = []
+            piece_cache, vocab = self._piece_cache, self.vocab
             for piece in self.basic_tokenizer._split_word(word):
-                pieces.extend(self.wordpiece_tokenizer.tokenize_word(piece))
-            if self._cache_size:
-                if len(self._cache) >= self._cache_size:
-                    self._cache.clear()
-                self._cache[word] = pieces
-        return pieces
+                piece_ids = piece_cache.get(piece)
+                if piece_ids is None:
+                    piece_ids = [vocab[t] for t in self.wordpiece_tokenizer.tokenize_word(piece)]
+                    self._memo(piece_cache, piece, piece_ids)
+                ids += piece_ids
+            self._memo(self._cache, word, ids)
+        return ids
 
     def tokenize(self, text):
         """Returns the list of WordPiece tokens (str) of `text` (str or bytes)."""
-        output = []
-        for word in self.basic_tokenizer._clean_and_split(text):
-            output.extend(self._word_pieces(word))
-        return output
+        inv_vocab = self.inv_vocab
+        return [inv_vocab[i] for i in self.tokenize_to_ids(text)]
 
     def tokenize_to_ids(self, text):
-        """`convert_tokens_to_ids(tokenize(text))`."""
-        vocab = self.vocab
-        return [vocab[t] for t in self.tokenize(text)]
+        """`convert_tokens_to_ids(tokenize(text))`, without making the token strings."""
+        output = []
+        cache = self._cache
+        for word in self.basic_tokenizer._clean_and_split(text):
+            ids = cache.get(word)
+            output += ids if ids is not None else self._word_ids(word)
+        return output
 
     def convert_tokens_to_ids(self, tokens):
         return convert_by_vocab(self.vocab, tokens)

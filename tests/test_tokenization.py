@@ -126,10 +126,14 @@ def test_full_tokenizer_small_vocab(small_vocab):
 def test_cache_does_not_change_output(small_vocab):
     cached = tokenization.FullTokenizer(small_vocab, cache_size=3)
     uncached = tokenization.FullTokenizer(small_vocab, cache_size=0)
-    text = "unaffable running a b , ! cafe caf\u00e9 " * 5
+    # "(running," shares its pieces with "running" and ",": the piece memo serves them.
+    text = "unaffable running a b , ! cafe caf\u00e9 (running, (cafe) " * 5
     for _ in range(3):
         assert cached.tokenize(text) == uncached.tokenize(text)
+        assert cached.tokenize_to_ids(text) == uncached.tokenize_to_ids(text)
     assert len(cached._cache) <= 3
+    assert len(cached._piece_cache) <= 3
+    assert not uncached._cache and not uncached._piece_cache
 
 
 def test_convert_to_unicode_and_printable_text():
