@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.layers import activations
 from bert_tf.layers import (
     BertEmbeddings, Pooler, SelfAttention, TransformerBlock, TransformerEncoder,
     gelu, get_activation,
@@ -24,6 +25,28 @@ def test_gelu_is_the_tanh_approximation():
     # The erf form differs from the tanh form by up to ~5e-4: make sure we are not it.
     erf_form = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
     assert np.abs(gelu(tf.constant(x)).numpy() - erf_form).max() > 1e-4
+
+
+@pytest.mark.parametrize("dtype, tol", [("float32", 1e-5), ("bfloat16", 2e-2)])
+def test_fused_gelu_matches_the_original_ops_and_their_gradient(dtype, tol):
+    x = tf.cast(_random([4, 7, 33]) * 3.0, dtype)
+    dy = tf.cast(_random([4, 7, 33], seed=1), dtype)
+
+    def value_and_grad(fn):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return y, tape.gradient(y, x, output_gradients=dy)
+
+    y_ref, g_ref = value_and_grad(activations.gelu_reference)
+    # Eagerly, inside a graph, and inside an XLA-compiled graph (--use_xla).
+    for run in (value_and_grad, tf.function(value_and_grad),
+                tf.function(value_and_grad, jit_compile=True)):
+        y, g = run(gelu)
+        assert y.dtype == g.dtype == dtype
+        for got, want in ((y, y_ref), (g, g_ref)):
+            got, want = tf.cast(got, tf.float32).numpy(), tf.cast(want, tf.float32).numpy()
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_activations_by_name():

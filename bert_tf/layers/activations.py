@@ -7,8 +7,9 @@ import tensorflow as tf
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def gelu(x):
-    """GELU in the tanh approximation the original BERT uses (not the exact erf form).
+def gelu_reference(x):
+    """GELU in the tanh approximation the original BERT uses (not the exact erf form), op by op
+    exactly as the original writes it.
 
     Args:
       x: float tensor of any shape.
@@ -17,6 +18,47 @@ def gelu(x):
     """
     cdf = 0.5 * (1.0 + tf.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * tf.pow(x, 3))))
     return x * cdf
+
+
+# The activation is applied to the largest activations of the model ([B, S, intermediate_size]);
+# op by op, its forward and backward passes make about twenty passes over them. Compiled with
+# XLA into one kernel each way, with the derivative written out, the BERT-Base training step
+# gets faster (README section perf-training); the arithmetic runs in float32 whatever the input
+# dtype (free inside the kernel), so values agree with `gelu_reference` to float32 rounding.
+@tf.function(jit_compile=True, autograph=False)
+def _gelu_forward(x):
+    x32 = tf.cast(x, tf.float32)
+    tanh = tf.tanh(_SQRT_2_OVER_PI * (x32 + 0.044715 * (x32 * x32 * x32)))
+    return tf.cast(x32 * (0.5 * (1.0 + tanh)), x.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _gelu_backward(dy, x):
+    # d/dx [x (1 + tanh(u)) / 2] with u = c (x + 0.044715 x^3); tanh is recomputed rather than
+    # kept from the forward pass, which saves memory and costs nothing measurable.
+    x32 = tf.cast(x, tf.float32)
+    tanh = tf.tanh(_SQRT_2_OVER_PI * (x32 + 0.044715 * (x32 * x32 * x32)))
+    du = _SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x32 * x32)
+    grad = tf.cast(dy, tf.float32) * (0.5 * (1.0 + tanh) + 0.5 * x32 * (1.0 - tanh * tanh) * du)
+    return tf.cast(grad, dy.dtype)
+
+
+@tf.autograph.experimental.do_not_convert  # autograph cannot convert a custom_gradient
+@tf.custom_gradient
+def gelu(x):
+    """GELU in the tanh approximation the original BERT uses (not the exact erf form):
+    `x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`, fused (see above).
+
+    Args:
+      x: float tensor of any shape.
+    Returns:
+      A tensor of the same shape and dtype.
+    """
+
+    def gradient(dy):
+        return _gelu_backward(dy, x)
+
+    return _gelu_forward(x), gradient
 
 
 def linear(x):
