@@ -57,7 +57,12 @@ flags.DEFINE_integer("seed", 12345, "Seed of the weight initialisation, dropout 
 flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
                   "Compute dtype of the model (variables, LayerNorm, softmax, losses and the "
                   "update stay float32); fp16 uses dynamic loss scaling.")
-flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA (jit_compile).")
+flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA (jit_compile), "
+                  "the optimizer update included.")
+flags.DEFINE_bool("fused_optimizer", False,
+                  "Compile only the optimizer update with XLA, one kernel per variable (implied "
+                  "by --use_xla): faster on CPU, equal to the op-by-op update up to float32 "
+                  "rounding.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
                   "adamw: the original AdamWeightDecay; lamb: LAMB (You et al., 2019).")
 flags.DEFINE_integer("gradient_accumulation_steps", 1,
@@ -110,6 +115,7 @@ def main(argv):
             seed=FLAGS.seed,
             mixed_precision=FLAGS.mixed_precision,
             use_xla=FLAGS.use_xla,
+            fused_optimizer=FLAGS.fused_optimizer,
             optimizer=FLAGS.optimizer,
             gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
             init_optimizer_state=FLAGS.init_optimizer_state,

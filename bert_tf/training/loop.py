@@ -19,7 +19,8 @@ One training step (`_replica_train_step`, in replica context):
      when fp16 gradients are not finite; global_step += 1.
 With use_xla, step 2 (forward and backward over the micro-batches) is compiled with
 jit_compile=True, as is the eval forward pass; the all-reduces and the optimizer's merge_call
-stay outside the compiled function (XLA cannot hold them under every strategy).
+stay outside the compiled function (XLA cannot hold them under every strategy), and each
+variable's update is compiled on its own (as with fused_optimizer).
 """
 
 import dataclasses
@@ -83,7 +84,9 @@ class PretrainingOptions:
     seed: int | None = 12345
     clip_norm: float = 1.0
     weight_decay_rate: float = 0.01
-    # XLA-fused optimizer update (faster; equal to the original's up to the last bit).
+    # Each variable's optimizer update compiled into one XLA kernel (implied by use_xla):
+    # faster; equal to the op-by-op update up to float32 rounding (XLA may contract
+    # multiply-adds), not bit for bit.
     fused_optimizer: bool = False
     # Issue 6 (README section `scale`).
     mixed_precision: str = "none"          # none | bf16 | fp16
@@ -198,7 +201,8 @@ class Pretrainer:
             self.variable_names = [name for name, var in table.items() if var.trainable]
             self.train_variables = [table[name] for name in self.variable_names]
             self.optimizer = OPTIMIZERS[options.optimizer](
-                weight_decay_rate=options.weight_decay_rate, jit_compile=options.fused_optimizer)
+                weight_decay_rate=options.weight_decay_rate,
+                jit_compile=options.fused_optimizer or options.use_xla)
             # Slots must exist before the first traced step (MirroredStrategy cannot create
             # variables inside a replica function).
             self.optimizer.build(dict(zip(self.variable_names, self.train_variables)))
