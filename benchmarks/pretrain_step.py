@@ -1,6 +1,7 @@
 """Training throughput of BERT through the real training step (forward, backward, all-reduce,
 global-norm clipping, AdamWeightDecay, global_step), with the model FLOP utilisation against a
-4096^3 matmul measured in the same run (just before and after each row).
+matmul peak measured in the same run (best of 1024^3, 2048^3 and 4096^3 matmuls, just before
+and after each row).
 
     python benchmarks/pretrain_step.py                 # BERT-Base, seq 128, batch 8 and 32
     python benchmarks/pretrain_step.py --batch_sizes=8 --steps=5 --layers=2   # quick look
@@ -19,7 +20,7 @@ Precisions, XLA and sequence lengths (README section `scale`):
     python benchmarks/pretrain_step.py --dtype=float32,bfloat16 --xla=off,on \
         --seq_batch=128:8,512:2 --steps=5
 
-Each row's MFU is against the 4096^3 matmul peak of ITS compute dtype (float32 or bfloat16),
+Each row's MFU is against the matmul peak of ITS compute dtype (float32 or bfloat16),
 measured in the same run around the row; both peaks are printed per row.
 """
 

@@ -7,6 +7,16 @@ import tensorflow as tf
 from test_training_accumulation import FixedStream, make_batch, trainer, weights
 
 
+def assert_trained_alike(initial, want, got, atol):
+    """`got` equals `want` (weights by original name) to `atol`, and training moved them."""
+    for name, value in want.items():
+        if "/key/bias" in name:
+            continue  # gradient 0 in real arithmetic: Adam amplifies rounding noise to +-lr
+        np.testing.assert_allclose(got[name], value, rtol=0, atol=atol, err_msg=name)
+    name = "bert/encoder/layer_1/output/dense/kernel"
+    assert not np.allclose(got[name], initial[name])
+
+
 @pytest.mark.slow
 def test_xla_gives_the_same_weights_and_eval_metrics(tmp_path):
     batch = make_batch(batch=8)
@@ -16,13 +26,7 @@ def test_xla_gives_the_same_weights_and_eval_metrics(tmp_path):
     values = [t.make_train_function(FixedStream(batch))(tf.constant(3)) for t in (plain, xla)]
     for key in ("total_loss", "grad_norm"):
         np.testing.assert_allclose(values[1][key].numpy(), values[0][key].numpy(), rtol=1e-4)
-    w_plain, w_xla = weights(plain), weights(xla)
-    for name, value in w_plain.items():
-        if "/key/bias" in name:
-            continue  # gradient 0 in real arithmetic: Adam amplifies rounding noise to +-lr
-        np.testing.assert_allclose(w_xla[name], value, rtol=0, atol=1e-4, err_msg=name)
-    assert not np.allclose(w_xla["bert/encoder/layer_1/output/dense/kernel"],
-                           initial["bert/encoder/layer_1/output/dense/kernel"])
+    assert_trained_alike(initial, weights(plain), weights(xla), atol=1e-4)
     sums = [t.make_eval_function(FixedStream(batch))() for t in (plain, xla)]
     for key in sums[0]:
         np.testing.assert_allclose(sums[1][key].numpy(), sums[0][key].numpy(), rtol=1e-4,
@@ -38,13 +42,7 @@ def test_fused_optimizer_gives_the_same_weights(tmp_path):
     initial = weights(plain)
     for t in (plain, fused):
         t.make_train_function(FixedStream(batch))(tf.constant(3))
-    w_plain, w_fused = weights(plain), weights(fused)
-    for name, value in w_plain.items():
-        if "/key/bias" in name:
-            continue  # gradient 0 in real arithmetic: Adam amplifies rounding noise to +-lr
-        np.testing.assert_allclose(w_fused[name], value, rtol=0, atol=1e-6, err_msg=name)
-    assert not np.allclose(w_fused["bert/encoder/layer_1/output/dense/kernel"],
-                           initial["bert/encoder/layer_1/output/dense/kernel"])
+    assert_trained_alike(initial, weights(plain), weights(fused), atol=1e-6)
 
 
 @pytest.mark.slow
