@@ -21,8 +21,9 @@ The pipeline, as the original defines it (the original code is the authority):
   7. each piece is WordPiece-tokenized: greedy longest match first, continuations prefixed
      `##`; a piece longer than 200 code points, or one the vocab cannot cover, becomes `[UNK]`.
 
-Steps 5-7 only depend on the whitespace-separated word, so `FullTokenizer` memoizes them per
-word; that is the whole of the speed-up over the original, the output is unchanged.
+Steps 5-7 only depend on the whitespace-separated word, so `FullTokenizer` memoizes their ids
+per word, and step 7 per punctuation-split piece; that is the whole of the speed-up over the
+original, the output is unchanged.
 """
 
 import collections
