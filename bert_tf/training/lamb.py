@@ -24,7 +24,7 @@ import re
 import tensorflow as tf
 
 from bert_tf.training.optimizer import (
-    DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay, _assign_if,
+    DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay,
 )
 
 
@@ -58,7 +58,7 @@ class Lamb(AdamWeightDecay):
         # _apply_cross_replica passes `decay` per variable; LAMB needs both flags.
         self._decay = list(zip(self._decay, self._trust))
 
-    def _update_math(self, param, grad, m, v, learning_rate, step, should_apply, decay):
+    def _update_math(self, param, grad, m, v, learning_rate, step, decay):
         use_decay, use_trust = decay
         t = tf.cast(step, tf.float32)
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
@@ -73,6 +73,4 @@ class Lamb(AdamWeightDecay):
             r_norm = tf.norm(update)
             ratio = tf.where((w_norm > 0.0) & (r_norm > 0.0), w_norm / r_norm, 1.0)
             update = ratio * update
-        _assign_if(should_apply, param, param - learning_rate * update)
-        _assign_if(should_apply, m, next_m)
-        _assign_if(should_apply, v, next_v)
+        return param - learning_rate * update, next_m, next_v

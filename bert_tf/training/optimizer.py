@@ -64,7 +64,7 @@ class AdamWeightDecay(tf.Module):
         # passes over memory (~3x faster on CPU), equal to the op-by-op update up to the last
         # bit (XLA may contract multiply-adds). Off by default: op by op is the original.
         self.jit_compile = jit_compile
-        self._fused_update = tf.function(self._update_math, jit_compile=True)
+        self._fused_values = tf.function(self._fused_math, jit_compile=True)
         self.weight_decay_rate = weight_decay_rate
         self.beta_1 = beta_1
         self.beta_2 = beta_2
@@ -192,24 +192,37 @@ class AdamWeightDecay(tf.Module):
         return tf.group(updates)
 
     def _update_one(self, param, grad, m, v, learning_rate, step, should_apply, decay):
+        # The compiled kernel takes and returns values, never the variables themselves: a
+        # variable passed into an XLA function under MirroredStrategy was seen to keep its old
+        # value (the slots of most variables stayed zero), while assigning the results here
+        # works under every strategy.
+        variables = (param, m, v)
+        param, m, v = (var.read_value() for var in variables)
         grad = tf.convert_to_tensor(grad)
         if self.jit_compile:
-            self._fused_update(param, grad, m, v, learning_rate, step, should_apply, decay)
-            return tf.no_op()
-        self._update_math(param, grad, m, v, learning_rate, step, should_apply, decay)
+            apply = tf.constant(True) if should_apply is None else should_apply
+            for var, value in zip(variables, self._fused_values(
+                    param, grad, m, v, learning_rate, step, apply, decay)):
+                var.assign(value)
+        else:
+            for var, value in zip(variables, self._update_math(
+                    param, grad, m, v, learning_rate, step, decay)):
+                _assign_if(should_apply, var, value)
         return tf.no_op()
 
-    def _update_math(self, param, grad, m, v, learning_rate, step, should_apply, decay):
+    def _fused_math(self, param, grad, m, v, learning_rate, step, should_apply, decay):
+        new_values = self._update_math(param, grad, m, v, learning_rate, step, decay)
+        return [tf.where(should_apply, new, old) for new, old in zip(new_values, (param, m, v))]
+
+    def _update_math(self, param, grad, m, v, learning_rate, step, decay):
+        """The update of one variable: (next param, next m, next v) from their current values."""
         del step  # no bias correction
         next_m = tf.multiply(self.beta_1, m) + tf.multiply(1.0 - self.beta_1, grad)
         next_v = tf.multiply(self.beta_2, v) + tf.multiply(1.0 - self.beta_2, tf.square(grad))
         update = next_m / (tf.sqrt(next_v) + self.epsilon)
         if decay:
             update += self.weight_decay_rate * param
-        next_param = param - learning_rate * update
-        _assign_if(should_apply, param, next_param)
-        _assign_if(should_apply, m, next_m)
-        _assign_if(should_apply, v, next_v)
+        return param - learning_rate * update, next_m, next_v
 
 
 def _assign_if(should_apply, var, value):
