@@ -61,8 +61,9 @@ class AdamWeightDecay(tf.Module):
     ):
         super().__init__(name=name)
         # With jit_compile, each variable's update is one XLA-fused kernel instead of about ten
-        # passes over memory (~3x faster on CPU), equal to the op-by-op update up to the last
-        # bit (XLA may contract multiply-adds). Off by default: op by op is the original.
+        # passes over memory (the BERT-Base step 1.12x faster on CPU, README perf-training),
+        # equal to the op-by-op update up to float32 rounding (XLA may contract multiply-adds).
+        # Off by default: op by op is the original.
         self.jit_compile = jit_compile
         self._fused_values = tf.function(self._fused_math, jit_compile=True)
         self.weight_decay_rate = weight_decay_rate
