@@ -640,14 +640,6 @@ class Trainer:
             self._summary_writers[name] = ScalarWriter(os.path.join(self.options.output_dir, name))
         return self._summary_writers[name]
 
-    # -- TensorBoard ---------------------------------------------------------------------
-    def _writer(self, name):
-        if not self.is_chief:
-            return None
-        if name not in self._summary_writers:
-            self._summary_writers[name] = ScalarWriter(os.path.join(self.options.output_dir, name))
-        return self._summary_writers[name]
-
     # -- training ------------------------------------------------------------------------
     def train(self, input_files, step_callback=None):
         """Trains from the current global_step (after `restore`) to num_train_steps on the
@@ -755,7 +747,8 @@ class Trainer:
         """Evaluates the current weights on the task's records in `input_files` (read in
         order, once) in batches of eval_batch_size: at most `max_batches`, and with
         `pad_final_batch` every record (the last batch padded; the task weighs padding out).
-        Writes output_dir/`results_file` (chief) and returns the results dict."""
+        Writes output_dir/`results_file` (chief; not with results_file=None) and returns the
+        results dict."""
         opts = self.options
         stream = self.input_stream(input_files, opts.eval_batch_size, is_training=False,
                                    max_batches=max_batches, pad_final_batch=pad_final_batch)
@@ -786,9 +779,10 @@ class Trainer:
         for key in sorted(results):
             logging.info("  %s = %s", key, results[key])
         if self.is_chief:
-            tf.io.gfile.makedirs(opts.output_dir)
-            path = metrics.write_eval_results(opts.output_dir, results, filename=results_file)
-            logging.info("Wrote %s", path)
+            if results_file:
+                tf.io.gfile.makedirs(opts.output_dir)
+                path = metrics.write_eval_results(opts.output_dir, results, filename=results_file)
+                logging.info("Wrote %s", path)
             writer = self._writer("eval")
             writer.write(results["global_step"], {
                 k: v for k, v in results.items()
