@@ -239,45 +239,31 @@ def test_missing_file_names_it(tmp_path):
         cls.get_processor("mnli").get_dev_examples(str(tmp_path))
 
 
-def test_short_row_names_file_line_and_counts(tmp_path):
-    write(tmp_path / "train.tsv", "h\nq\t1\t2\tonly four\n1\t2\t3\ta\tb\n")
-    with pytest.raises(ClassifierDataError,
-                       match=r"train.tsv line 2: expected at least 5 tab-separated columns, "
-                             r"found 4"):
-        cls.get_processor("mrpc").get_train_examples(str(tmp_path))
+_HEADER10 = "\t".join(f"c{i}" for i in range(10)) + "\n"
+ROW_ERRORS = {
+    # name: (task, split, file content, expected message)
+    "short_row": ("mrpc", "train", "h\nq\t1\t2\tonly four\n1\t2\t3\ta\tb\n",
+                  r"train.tsv line 2: expected at least 5 tab-separated columns, found 4"),
+    "mnli_label_after_texts": ("mnli", "train", "h\n" + _HEADER10.replace("c", ""),
+                               r"train.tsv line 2: expected at least 11 .* found 10"),
+    "label_outside_list": ("cola", "dev", "s\t1\t\tok\ns\t2\t\tbad label\n",
+                           r"dev.tsv line 2: label '2' is not one of the task's labels "
+                           r"\['0', '1'\]"),
+    "score_not_a_number": ("stsb", "train", _HEADER10 + "\t".join(["0"] * 9 + ["high"]) + "\n",
+                           r"train.tsv line 2: score 'high' is not a number"),
+    "not_utf8": ("cola", "train", b"s\t1\t\tfine\ns\t0\t\tbad \xff byte\n",
+                 r"train.tsv line 2: not valid UTF-8"),
+    "stray_carriage_return": ("cola", "train", "s\t1\t\tone\rtwo\n",
+                              r"train.tsv line 1: cannot parse the row"),
+}
 
 
-def test_mnli_label_must_follow_the_texts(tmp_path):
-    write(tmp_path / "train.tsv", "h\n" + "\t".join(str(i) for i in range(10)) + "\n")
-    with pytest.raises(ClassifierDataError, match="expected at least 11 .* found 10"):
-        cls.get_processor("mnli").get_train_examples(str(tmp_path))
-
-
-def test_bad_label_names_file_line_label_and_list(tmp_path):
-    write(tmp_path / "dev.tsv", "s\t1\t\tok\ns\t2\t\tbad label\n")
-    with pytest.raises(ClassifierDataError,
-                       match=r"dev.tsv line 2: label '2' is not one of the task's labels "
-                             r"\['0', '1'\]"):
-        cls.get_processor("cola").get_dev_examples(str(tmp_path))
-
-
-def test_bad_score(tmp_path):
-    header = "\t".join(f"c{i}" for i in range(10)) + "\n"
-    write(tmp_path / "train.tsv", header + "\t".join(["0"] * 9 + ["high"]) + "\n")
-    with pytest.raises(ClassifierDataError, match=r"train.tsv line 2: score 'high' is not a"):
-        cls.get_processor("stsb").get_train_examples(str(tmp_path))
-
-
-def test_not_utf8_names_the_line(tmp_path):
-    write(tmp_path / "train.tsv", b"s\t1\t\tfine\ns\t0\t\tbad \xff byte\n")
-    with pytest.raises(ClassifierDataError, match=r"train.tsv line 2: not valid UTF-8"):
-        cls.get_processor("cola").get_train_examples(str(tmp_path))
-
-
-def test_stray_carriage_return_is_a_clear_error(tmp_path):
-    write(tmp_path / "train.tsv", "s\t1\t\tone\rtwo\n")
-    with pytest.raises(ClassifierDataError, match=r"train.tsv line 1: cannot parse the row"):
-        cls.get_processor("cola").get_train_examples(str(tmp_path))
+@pytest.mark.parametrize("name", sorted(ROW_ERRORS))
+def test_row_errors_name_file_and_line(tmp_path, name):
+    task, split, content, message = ROW_ERRORS[name]
+    write(tmp_path / f"{split}.tsv", content)
+    with pytest.raises(ClassifierDataError, match=message):
+        cls.get_processor(task).get_examples(str(tmp_path), split)
 
 
 # --- features ------------------------------------------------------------------------------------

@@ -119,6 +119,12 @@ def _read_text(path):
             f"{path} line {line}: not valid UTF-8 (byte {e.start}: {e.reason})") from None
 
 
+def _require_file(path, task_name, split, expected):
+    if not _exists(path):
+        raise ClassifierDataError(f"{path}: no such file (task {task_name!r} reads its {split} "
+                                  f"split from {expected} in --data_dir)")
+
+
 def read_rows(path, delimiter="\t", quotechar=None):
     """Reads a delimited text file.
 
@@ -233,10 +239,7 @@ class DataProcessor:
     def get_examples(self, data_dir, split):
         """list of InputExample of one split (e.g. "train", "dev", "dev_mismatched")."""
         path = self.input_file(data_dir, split)
-        if not _exists(path):
-            raise ClassifierDataError(
-                f"{path}: no such file (task {self.task_name!r} reads its {split} split "
-                f"from {self.layout(split).file!r} in --data_dir)")
+        _require_file(path, self.task_name, split, repr(self.layout(split).file))
         return self._create_examples(read_rows(path), self.layout(split), path)
 
     def _keep(self, row, layout):
@@ -357,6 +360,11 @@ def _glue_layouts(train_dev, test):
     }
 
 
+# `index  text_a  text_b  label`, test without the label; guids from the index (QNLI, RTE, WNLI).
+_INDEXED_PAIR_LAYOUTS = _glue_layouts(dict(text_a=1, text_b=2, label=3, guid_column=0),
+                                      dict(text_a=1, text_b=2, guid_column=0))
+
+
 class MrpcProcessor(DataProcessor):
     """MRPC (GLUE): `Quality  #1 ID  #2 ID  #1 String  #2 String`; guids are row indices."""
 
@@ -387,8 +395,7 @@ class QnliProcessor(DataProcessor):
 
     task_name = "qnli"
     labels = _ENTAILMENT_LABELS
-    layouts = _glue_layouts(dict(text_a=1, text_b=2, label=3, guid_column=0),
-                            dict(text_a=1, text_b=2, guid_column=0))
+    layouts = _INDEXED_PAIR_LAYOUTS
 
 
 class QqpProcessor(DataProcessor):
@@ -411,8 +418,7 @@ class RteProcessor(DataProcessor):
 
     task_name = "rte"
     labels = _ENTAILMENT_LABELS
-    layouts = _glue_layouts(dict(text_a=1, text_b=2, label=3, guid_column=0),
-                            dict(text_a=1, text_b=2, guid_column=0))
+    layouts = _INDEXED_PAIR_LAYOUTS
 
 
 class WnliProcessor(RteProcessor):
@@ -485,10 +491,7 @@ class CustomProcessor(DataProcessor):
     def _rows(self, data_dir, split):
         """Yields (path, line number, text_a, text_b or None, label or None) of each row."""
         path = self.input_file(data_dir, split)
-        if not _exists(path):
-            raise ClassifierDataError(
-                f"{path}: no such file (task 'custom' reads its {split} split from "
-                f"{split}.tsv or {split}.csv in --data_dir)")
+        _require_file(path, self.task_name, split, f"{split}.tsv or {split}.csv")
         is_csv = path.endswith(".csv")
         rows = read_rows(path, delimiter="," if is_csv else "\t",
                          quotechar='"' if is_csv else None)

@@ -117,20 +117,9 @@ def record_features(rc, tokenization):
     return cases
 
 
-def read_records(path):
-    with open(path, "rb") as f:
-        while True:
-            head = f.read(12)
-            if not head:
-                return
-            n = int.from_bytes(head[:8], "little")
-            yield f.read(n)
-            f.read(4)
-
-
 def record_records(rc, tokenization):
     """file_based_convert_examples_to_features on MRPC train+test examples plus padding."""
-    from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     processor = rc.MrpcProcessor()
     data_dir = os.path.join(HERE, "mrpc")
@@ -144,8 +133,8 @@ def record_records(rc, tokenization):
         path = os.path.join(tmp, "train.tf_record")
         rc.file_based_convert_examples_to_features(examples, BINARY, length, tokenizer, path)
         parsed, serialized = [], []
-        for data in read_records(path):
-            example = example_pb2.Example.FromString(data)
+        for data in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            example = tf.train.Example.FromString(data)
             parsed.append({k: list(v.int64_list.value)
                            for k, v in example.features.feature.items()})
             serialized.append(example.SerializeToString(deterministic=True).hex())
