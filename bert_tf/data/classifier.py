@@ -42,10 +42,6 @@ LOG_EVERY = 10000
 META_SUFFIX = ".meta.json"
 META_FORMAT = 1
 
-# Rows are parsed as csv.reader(delimiter="\t", quotechar=None) does in the original, so a
-# quote character is ordinary text.
-csv.field_size_limit(1 << 30)
-
 
 class ClassifierDataError(ValueError):
     """Bad classification input: a task name, a data file or row, a label, a flag value."""
@@ -300,7 +296,8 @@ _ENTAILMENT_LABELS = ("entailment", "not_entailment")
 
 class XnliProcessor(DataProcessor):
     """XNLI as the original reads it: MultiNLI machine-translated training data and the XNLI
-    dev set filtered to one language ("zh", hard-coded in the original). No test split."""
+    dev set filtered to one language ("zh", hard-coded in the original). No test split.
+    "contradictory" (the translated training files' spelling) is read as "contradiction"."""
 
     task_name = "xnli"
     labels = _NLI_LABELS
@@ -709,10 +706,6 @@ def _convert(converter, ex_index, example):
 # ---------------------------------------------------------------------------------------------
 # Records.
 
-# A record's features, in the order of protobuf's deterministic serialization (sorted keys).
-RECORD_FEATURES = ("input_ids", "input_mask", "is_real_example", "label_ids", "segment_ids")
-
-
 def record_feature_spec(max_seq_length, is_regression=False):
     """The `tf.io.parse_example` spec of a classifier record, as the original parses it.
 
@@ -736,6 +729,9 @@ class ClassifierExampleEncoder:
     The bytes equal `SerializeToString(deterministic=True)` of the Example the original builds
     (its default serialization may order the map entries differently; the parsed features are
     the same). label_ids is an int64 feature, or a float feature (float32) for regression.
+
+    Features are written in sorted name order (input_ids, input_mask, is_real_example,
+    label_ids, segment_ids), as deterministic serialization orders map entries.
 
     Args:
       max_seq_length: the length of input_ids / input_mask / segment_ids.
@@ -761,13 +757,12 @@ class ClassifierExampleEncoder:
         self._example_head = _LengthPrefixed(b"\x0a")
 
     def _label_entry(self, label_id):
+        if self.is_regression:  # not memoized: 0.0 and -0.0 are equal keys, not equal bytes
+            return _map_entry("label_ids", _TAG_FLOAT_LIST, struct.pack("<f", label_id))
         entry = self._labels.get(label_id)
         if entry is None:
-            if self.is_regression:
-                entry = _map_entry("label_ids", _TAG_FLOAT_LIST, struct.pack("<f", label_id))
-            else:
-                entry = _map_entry("label_ids", _TAG_INT64_LIST, varint(label_id))
-            self._labels[label_id] = entry
+            entry = self._labels[label_id] = _map_entry("label_ids", _TAG_INT64_LIST,
+                                                        varint(label_id))
         return entry
 
     def encode(self, input_ids, num_a_tokens, label_id, is_real_example=True):
@@ -807,7 +802,7 @@ def _remove(path):
                 _gfile().remove(path)
         elif os.path.exists(path):
             os.remove(path)
-    except OSError:
+    except Exception:  # pylint: disable=broad-except  (best-effort cleanup; tf.errors too)
         pass
 
 
@@ -838,7 +833,7 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
       the number of records written (= len(examples)).
     """
     converter = _Converter(label_list, max_seq_length, tokenizer)
-    encoder = ClassifierExampleEncoder(max_seq_length, len(tokenizer.vocab),
+    encoder = ClassifierExampleEncoder(max_seq_length, max(tokenizer.vocab.values()) + 1,
                                        is_regression=label_list is None)
     sidecar = output_file + META_SUFFIX
     _remove(sidecar)
