@@ -636,6 +636,17 @@ class _Converter:
         first = [self.cls_id, *ids_a[:self.max_seq_length - 2], self.sep_id]
         return first, len(first)
 
+    def convert(self, ex_index, example):
+        """(unpadded input_ids, number of segment-0 tokens, label_id, is_real_example) of an
+        InputExample or PaddingInputExample; logs the first NUM_LOGGED_EXAMPLES."""
+        if isinstance(example, PaddingInputExample):
+            return [], 0, 0.0 if self.label_map is None else 0, False
+        input_ids, num_a = self.ids(example)
+        label_id = self.label_id(example)
+        if ex_index < NUM_LOGGED_EXAMPLES:
+            self.log(example, input_ids, num_a, label_id)
+        return input_ids, num_a, label_id, True
+
     def label_id(self, example):
         if self.label_map is None:
             try:
@@ -684,23 +695,12 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     Returns:
       InputFeatures.
     """
-    return _convert(_Converter(label_list, max_seq_length, tokenizer), ex_index, example)
-
-
-def _convert(converter, ex_index, example):
-    length = converter.max_seq_length
-    if isinstance(example, PaddingInputExample):
-        zeros = [0] * length
-        return InputFeatures(zeros, list(zeros), list(zeros),
-                             0.0 if converter.label_map is None else 0, False)
-    input_ids, num_a = converter.ids(example)
-    label_id = converter.label_id(example)
-    if ex_index < NUM_LOGGED_EXAMPLES:
-        converter.log(example, input_ids, num_a, label_id)
+    converter = _Converter(label_list, max_seq_length, tokenizer)
+    input_ids, num_a, label_id, is_real = converter.convert(ex_index, example)
     n = len(input_ids)
-    padding = [0] * (length - n)
+    padding = [0] * (max_seq_length - n)
     return InputFeatures(input_ids + padding, [1] * n + padding,
-                         [0] * num_a + [1] * (n - num_a) + padding, label_id, True)
+                         [0] * num_a + [1] * (n - num_a) + padding, label_id, is_real)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -845,15 +845,7 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
             for ex_index, example in enumerate(examples):
                 if ex_index % LOG_EVERY == 0:
                     logging.info("Writing example %d of %d", ex_index, total)
-                if isinstance(example, PaddingInputExample):
-                    records.write(encoder.encode((), 0, 0.0 if label_list is None else 0,
-                                                 is_real_example=False))
-                    continue
-                input_ids, num_a = converter.ids(example)
-                label_id = converter.label_id(example)
-                if ex_index < NUM_LOGGED_EXAMPLES:
-                    converter.log(example, input_ids, num_a, label_id)
-                records.write(encoder.encode(input_ids, num_a, label_id))
+                records.write(encoder.encode(*converter.convert(ex_index, example)))
         finally:
             records.close()
         _replace(temp, output_file)
