@@ -312,6 +312,19 @@ def test_regression_features_and_label_errors():
         cls.convert_single_example(9, InputExample("z", "a"), ["0"], 1, tok)
 
 
+def test_vocab_without_cls_and_short_pairs(tmp_path):
+    vocab = write(tmp_path / "vocab.txt", "[PAD]\n[UNK]\n[SEP]\na\nb\n")
+    no_cls = tokenization.FullTokenizer(str(vocab))
+    with pytest.raises(ClassifierDataError, match=r"the vocab has no \[CLS\] token"):
+        cls.convert_single_example(0, InputExample("g", "a"), ["0"], 8, no_cls)
+    with pytest.raises(ClassifierDataError, match="example p: a pair needs max_seq_length >= 3"):
+        cls.convert_single_example(9, InputExample("p", "a", "b", "0"), ["0"], 2, tokenizer())
+    # A single sequence fits in 2: [CLS] [SEP], as in the original.
+    single = cls.convert_single_example(9, InputExample("s", "a b", None, "0"), ["0"], 2,
+                                        tokenizer())
+    assert single.input_ids == [101, 102]
+
+
 # --- records -------------------------------------------------------------------------------------
 
 
