@@ -2,7 +2,7 @@
 # The whole pipeline on the bundled sample text, from a fresh machine:
 #   install -> WordPiece vocabulary -> create_pretraining_data.py -> run_pretraining.py
 #   (a small BERT, a few hundred steps, then eval) -> an official-format checkpoint
-#   -> run_classifier.py: fine-tune it on a small sentence-pair task (examples/topic_pairs:
+#   -> run_classifier.py: fine-tune it on a small sentence-pair task (examples/copy_pairs:
 #   are the two sentences from the same document?), eval and predict.
 # Everything goes to $DEMO_DIR (default /tmp/bert_tf_demo), which is emptied first.
 # Set DEMO_SKIP_INSTALL=1 to skip the pip steps; extra arguments go to run_pretraining.py.
@@ -53,8 +53,8 @@ stamp "3/4 run_pretraining.py: $STEPS steps, then eval -> $OUT/model"
   --save_checkpoints_steps=100 --iterations_per_loop=50 --max_eval_steps=20 "$@" \
   2> >(tee "$OUT/run_pretraining.log" | grep --line-buffered -E "\] (step |\*\*\*\*\*|  [a-z_]+ = |Saved checkpoint)" >&2)
 
-stamp "4/4 run_classifier.py: fine-tune on examples/topic_pairs -> $OUT/classifier"
-"$PYTHON" run_classifier.py --task_name=custom --data_dir="$REPO/examples/topic_pairs" \
+stamp "4/4 run_classifier.py: fine-tune on examples/copy_pairs -> $OUT/classifier"
+"$PYTHON" run_classifier.py --task_name=custom --data_dir="$REPO/examples/copy_pairs" \
   --vocab_file="$OUT/vocab.txt" --bert_config_file="$OUT/bert_config.json" \
   --init_checkpoint="$OUT/model" --output_dir="$OUT/classifier" --do_lower_case=true \
   --do_train --do_eval --do_predict --max_seq_length=64 --train_batch_size=32 \

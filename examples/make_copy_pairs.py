@@ -2,7 +2,7 @@
 copy of sentence a (`same`: two words dropped), or another sentence of the same document
 (`different`)? Half each.
 
-Writes examples/topic_pairs/{train,dev,test}.tsv in the custom task's layout (a header
+Writes examples/copy_pairs/{train,dev,test}.tsv in the custom task's layout (a header
 `text_a<TAB>text_b<TAB>label`; the test file has the same columns). Deterministic: rerunning
 gives the same files. Train, dev and test pairs are drawn independently from all documents
 (a toy task for the demo, not a benchmark).
@@ -54,7 +54,7 @@ def make_pairs(documents, count, rng):
 def main():
     documents = read_documents(os.path.join(HERE, "sample_text.txt"))
     rng = random.Random(2024)
-    out_dir = os.path.join(HERE, "topic_pairs")
+    out_dir = os.path.join(HERE, "copy_pairs")
     os.makedirs(out_dir, exist_ok=True)
     for split, count in SIZES.items():
         with open(os.path.join(out_dir, f"{split}.tsv"), "w", encoding="utf-8") as f:
