@@ -25,13 +25,25 @@ import tensorflow as tf
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
 
-def clip_by_global_norm(grads, clip_norm=1.0):
+def clip_by_global_norm(grads, clip_norm=1.0, sparse=None, sparse_norm_sq=None):
     """Scales `grads` (list of tensors) so their joint L2 norm is at most `clip_norm`.
 
-    Returns (clipped_grads, global_norm_before_clipping). Same arithmetic as the original.
+    The original clips the gradients as tf.gradients returns them: the word embeddings'
+    gradient is an IndexedSlices (one row per token occurrence, rows of a repeated token not
+    yet summed), and its part of the global norm is the sum of its squared rows. To clip the
+    same way, give `sparse` (a bool per gradient: it came as IndexedSlices) and
+    `sparse_norm_sq` (the sum of their squared rows): those gradients then count with
+    `sparse_norm_sq` instead of their dense norm.
+
+    Returns (clipped_grads, global_norm_before_clipping).
     """
     grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-    clipped, norm = tf.clip_by_global_norm(grads, clip_norm=clip_norm)
+    if sparse is None or not any(sparse):
+        clipped, norm = tf.clip_by_global_norm(grads, clip_norm=clip_norm)
+        return clipped, norm
+    squares = [tf.reduce_sum(tf.square(g)) for g, s in zip(grads, sparse) if not s]
+    norm = tf.sqrt(tf.add_n(squares + [tf.cast(sparse_norm_sq, tf.float32)]))
+    clipped, _ = tf.clip_by_global_norm(grads, clip_norm=clip_norm, use_norm=norm)
     return clipped, norm
 
 

@@ -27,6 +27,11 @@ class Task:
       unused_variable_prefixes: checkpoint names (prefixes) of encoder variables the task's
         loss does not use, e.g. the pooler under a SQuAD head. As in the original, they get
         neither updates nor optimizer slots.
+      rows_in_gradient_norm: how the original's clipping counts a gradient that comes as
+        IndexedSlices (the word embeddings', when they are only gathered): True, as the sum
+        of its squared rows, one row per token occurrence (TF1's clip_by_global_norm of the
+        IndexedSlices). Pretraining sets False: its tied masked-LM output adds a dense part,
+        and TF1 then sums the whole gradient into a dense tensor before clipping.
     """
 
     name = "task"
@@ -34,6 +39,7 @@ class Task:
     log_names = ("loss",)
     eval_per_example_keys = ()
     unused_variable_prefixes = ()
+    rows_in_gradient_norm = True
 
     def build_model(self, config):
         """The keras.Model (encoder `model.bert` + head) of this task; variables created."""

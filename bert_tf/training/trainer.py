@@ -223,11 +223,12 @@ class Trainer:
         named = {id(v) for v in self.model.weights}
         self.rng_states = [v for v in self.model.variables if id(v) not in named]
         self._summary_writers = {}
-        self._gradients_fn = self._compute_gradients
+        self._gradients_fn = self._compute_gradients_and_sparse_norm
         self._eval_fn = self._eval_outputs
         self._predict_fn = self._predict_outputs
         if options.use_xla:
-            self._gradients_fn = tf.function(self._compute_gradients, jit_compile=True)
+            self._gradients_fn = tf.function(self._compute_gradients_and_sparse_norm,
+                                             jit_compile=True)
             self._eval_fn = tf.function(self._eval_outputs, jit_compile=True)
             self._predict_fn = tf.function(self._predict_outputs, jit_compile=True)
 
@@ -243,7 +244,15 @@ class Trainer:
 
         `normalizers`: the global batch's normalizer vector [K], or its K entries as
         separate scalars."""
-        normalizers = _normalizer_vector(normalizers)
+        shares, grads, _ = self._micro_batch_gradients_and_sparse_norm(
+            features, _normalizer_vector(normalizers))
+        return shares, grads
+
+    def _micro_batch_gradients_and_sparse_norm(self, features, normalizers):
+        """As `_micro_batch_gradients`, plus the sum of the squared rows of the gradients that
+        come as IndexedSlices (the word embeddings': see `clip_by_global_norm`) when the task
+        counts them so (`rows_in_gradient_norm`); which ones do is recorded in
+        `self._sparse_gradients`. `normalizers`: the vector [K]."""
         with tf.GradientTape() as tape:
             outputs = self.model(features, training=True)
             losses = self.task.compute_loss(outputs, features, normalizers)
@@ -251,54 +260,70 @@ class Trainer:
             if self.loss_scale is not None:
                 loss = self.loss_scale.scale_loss(loss)
         grads = tape.gradient(loss, self.train_variables)
-        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         unused = [n for n, g in zip(self.variable_names, grads) if g is None]
         if unused:
             raise AssertionError(
                 f"the {self.task.name} loss does not depend on {unused}: list them in the "
                 "task's unused_variable_prefixes")
+        self._sparse_gradients = [self.task.rows_in_gradient_norm
+                                  and isinstance(g, tf.IndexedSlices) for g in grads]
+        sparse_sq = tf.add_n([tf.constant(0.0)] + [
+            tf.reduce_sum(tf.square(tf.cast(g.values, tf.float32)))
+            for g, sparse in zip(grads, self._sparse_gradients) if sparse])
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         shares = tf.stack([tf.cast(losses[k], tf.float32) for k in self.task.step_keys])
-        return shares, grads
+        return shares, grads, sparse_sq
 
     def _compute_gradients(self, features, *normalizers):
         """Loss shares and (scaled) gradients of one replica's batch, summed over its
         gradient_accumulation_steps micro-batches (`normalizers` as _micro_batch_gradients)."""
-        normalizers = _normalizer_vector(normalizers)
+        shares, grads, _ = self._compute_gradients_and_sparse_norm(
+            features, _normalizer_vector(normalizers))
+        return shares, grads
+
+    def _compute_gradients_and_sparse_norm(self, features, normalizers):
+        """As `_compute_gradients`, plus the squared-row sum of the IndexedSlices gradients
+        over the micro-batches (each micro-batch's rows are further rows of the batch's)."""
         steps = self.options.gradient_accumulation_steps
         if steps == 1:
-            return self._micro_batch_gradients(features, normalizers)
+            return self._micro_batch_gradients_and_sparse_norm(features, normalizers)
         batch = features["input_ids"].shape[0]
         if batch is None:
             batch = tf.shape(features["input_ids"])[0]
         micro = batch // steps
 
-        def body(i, shares, grads):
+        def body(i, shares, grads, sparse_sq):
             part = {k: v[i * micro:(i + 1) * micro] for k, v in features.items()}
-            part_shares, part_grads = self._micro_batch_gradients(part, normalizers)
+            part_shares, part_grads, part_sq = self._micro_batch_gradients_and_sparse_norm(
+                part, normalizers)
             return (i + 1, shares + part_shares,
-                    [g + p for g, p in zip(grads, part_grads)])
+                    [g + p for g, p in zip(grads, part_grads)], sparse_sq + part_sq)
 
         zeros = [tf.zeros(v.shape, tf.float32) for v in self.train_variables]
-        _, shares, grads = tf.while_loop(
+        _, shares, grads, sparse_sq = tf.while_loop(
             lambda i, *_: i < steps, body,
-            (tf.constant(0), tf.zeros([len(self.task.step_keys)]), zeros),
+            (tf.constant(0), tf.zeros([len(self.task.step_keys)]), zeros, tf.constant(0.0)),
             parallel_iterations=1,
         )
-        return shares, grads
+        return shares, grads, sparse_sq
 
     def _replica_train_step(self, features):
         normalizers = self._global_normalizers(features)
-        shares, grads = self._gradients_fn(features, normalizers)
+        shares, grads, sparse_sq = self._gradients_fn(features, normalizers)
         ctx = tf.distribute.get_replica_context()
         if self.strategy.num_replicas_in_sync > 1:
-            grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+            grads, sparse_sq = ctx.all_reduce(tf.distribute.ReduceOp.SUM, (grads, sparse_sq))
         should_apply = None
         if self.loss_scale is not None:
             loss_scale = self.loss_scale.scale.read_value()
             grads = self.loss_scale.unscale(grads)
+            sparse_sq = sparse_sq / tf.square(loss_scale)
             # Summed over replicas first: every replica takes the same decision.
             should_apply = self.loss_scale.all_finite(grads)
-        grads, grad_norm = clip_by_global_norm(grads, self.options.clip_norm)
+        # The global norm counts the IndexedSlices gradients' rows as the original does.
+        grads, grad_norm = clip_by_global_norm(
+            grads, self.options.clip_norm, sparse=self._sparse_gradients,
+            sparse_norm_sq=sparse_sq)
         learning_rate = self.schedule(self.global_step)
         with tf.control_dependencies([learning_rate]):
             update = self.optimizer.apply_gradients(
