@@ -202,6 +202,14 @@ def read_checkpoint(prefix):
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
+def assert_checkpoints_identical(prefix_a, prefix_b):
+    """The two checkpoints hold the same tensors, bit for bit."""
+    a, b = read_checkpoint(prefix_a), read_checkpoint(prefix_b)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+
+
 def state_lists(output_dir, step):
     """Whether output_dir's `checkpoint` state file lists model.ckpt-<step>."""
     state = Path(output_dir) / "checkpoint"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from test_training_helpers import (
-    DRIVER, GOLDEN_TRAIN, assert_matches_golden, env, kill_after_checkpoint, read_checkpoint,
-    run_driver, state_lists, tiny_options,
+    DRIVER, GOLDEN_TRAIN, assert_checkpoints_identical, assert_matches_golden, env,
+    kill_after_checkpoint, read_checkpoint, run_driver, state_lists, tiny_options,
 )
 
 needs_golden = pytest.mark.skipif(
@@ -143,11 +143,8 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path, scale_opti
     resumed = run_driver(tiny_options(tmp_path, interrupted, **args))
     assert resumed["checkpoint"].endswith(f"model.ckpt-{total}")
     assert resumed["history"][0][0] >= 10  # it did resume
-    a = read_checkpoint(tmp_path / "reference" / f"model.ckpt-{total}")
-    b = read_checkpoint(interrupted / f"model.ckpt-{total}")
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
+                                 interrupted / f"model.ckpt-{total}")
     # keep_checkpoint_max: only the last 3 remain, with their input-state files, and nothing
     # an interrupted write left behind.
     index_files = sorted(p.name for p in interrupted.glob("model.ckpt-*.index"))

@@ -1,4 +1,4 @@
-"""Records what the ORIGINAL run_classifier.py model side computes, for tests/test_classification.py.
+"""Records what the ORIGINAL run_classifier.py's model side computes (tests/test_classification.py).
 
 Run once, in one process, with a copy of google-research/bert and the golden tiny model:
 
@@ -226,7 +226,8 @@ class ClassifierGraph:
         self.saver.restore(self.session, prefix)
 
     def head_state(self):
-        names = [n + s for n in ("output_weights", "output_bias") for s in ("", "/adam_m", "/adam_v")]
+        names = [name + slot for name in ("output_weights", "output_bias")
+                 for slot in ("", "/adam_m", "/adam_v")]
         by_name = {v.op.name: v for v in self.variables}
         return {n: floats(self.session.run(by_name[n])) for n in names}
 
@@ -262,7 +263,7 @@ def main():
     counts, labels = write_records(rc, os.path.join(args.golden_dir, "vocab.txt"))
     bert_config = rc.modeling.BertConfig.from_json_file(
         os.path.join(args.golden_dir, "bert_config.json"))
-    assert bert_config.hidden_dropout_prob == 0.0 and bert_config.attention_probs_dropout_prob == 0.0
+    assert bert_config.hidden_dropout_prob == bert_config.attention_probs_dropout_prob == 0.0
     init_checkpoint = os.path.join(args.golden_dir, "init.ckpt")
     rng = np.random.RandomState(HEAD_SEED)
     head = {
