@@ -1,11 +1,14 @@
-"""Shared helpers of the training tests: tiny configs, synthetic pretraining records, and a
-subprocess driver (strategies need the CPU split into logical devices before TensorFlow starts,
-which must not leak into other tests of the same pytest process)."""
+"""Shared helpers of the training tests: tiny configs, synthetic pretraining records, subprocess
+drivers of pretraining and classification (strategies need the CPU split into logical devices
+before TensorFlow starts, which must not leak into other tests of the same pytest process), a
+SIGKILL of a run mid-way, and the comparison of checkpoints with the original's."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -104,9 +107,12 @@ def tiny_options(tmp_path, output_dir, **overrides):
     return args
 
 
-# Runs bert_tf.training.loop.run in a fresh process; argv[1] is a JSON dict of
-# PretrainingOptions plus "bert_config_file", "strategy", "cpus", "do_train", "do_eval".
-DRIVER = r"""
+# The driver scripts run one training job in a fresh process; argv[1] is a JSON dict of the
+# trainer's options plus "bert_config_file", "strategy", "cpus", "do_train", "do_eval" and
+# "dump_weights" (an .npz path for the final weights). The start (devices, strategy, config)
+# and the end (train or restore, eval, RESULT line) are shared; the middle builds the task's
+# trainer, `train_args` and `evaluate`.
+_DRIVER_START = r"""
 import json, os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 args = json.loads(sys.argv[1])
@@ -118,24 +124,21 @@ if cpus > 1:
         cpu, [tf.config.LogicalDeviceConfiguration()] * cpus)
 from bert_tf.config import BertConfig
 from bert_tf.checkpoints import original_variable_map
-from bert_tf.training import input_pipeline
-from bert_tf.training.loop import Pretrainer, PretrainingOptions
 from bert_tf.training.strategy import create_strategy
 import numpy as np
 strategy = create_strategy(args.pop("strategy", "default"))
 do_train, do_eval = args.pop("do_train", True), args.pop("do_eval", False)
 dump = args.pop("dump_weights", None)
 config = BertConfig.from_json_file(args.pop("bert_config_file"))
-options = PretrainingOptions(**args)
-input_pipeline.check_records(options.input_files, options.max_seq_length,
-                             options.max_predictions_per_seq)
-trainer = Pretrainer(config, options, strategy)
+"""
+
+_DRIVER_END = r"""
 history = []
 if do_train:
-    checkpoint = trainer.train(step_callback=lambda s, v: history.append([s, v]))
+    checkpoint = trainer.train(*train_args, step_callback=lambda s, v: history.append([s, v]))
 else:
     checkpoint = trainer.restore(weights_only=True)
-results = trainer.evaluate() if do_eval else None
+results = evaluate() if do_eval else None
 if dump:
     np.savez(dump, **{n.replace("/", "|"): v.numpy()
                       for n, v in original_variable_map(trainer.model).items()})
@@ -143,6 +146,31 @@ print("RESULT " + json.dumps({"checkpoint": checkpoint, "history": history,
                               "results": {k: float(v) for k, v in (results or {}).items()}}),
       flush=True)
 """
+
+# Pretraining (bert_tf.training.loop): the arguments are PretrainingOptions.
+DRIVER = _DRIVER_START + r"""
+from bert_tf.training import input_pipeline
+from bert_tf.training.loop import Pretrainer, PretrainingOptions
+options = PretrainingOptions(**args)
+input_pipeline.check_records(options.input_files, options.max_seq_length,
+                             options.max_predictions_per_seq)
+trainer = Pretrainer(config, options, strategy)
+train_args = ()
+evaluate = trainer.evaluate
+""" + _DRIVER_END
+
+# Classification: "task" holds ClassificationTask's arguments, "input_files" the training
+# records, "eval_files" the eval records (every record, the last batch padded); the rest are
+# TrainerOptions.
+CLASSIFIER_DRIVER = _DRIVER_START + r"""
+from bert_tf.tasks.classification import ClassificationTask
+from bert_tf.training.trainer import Trainer, TrainerOptions
+task = ClassificationTask(**args.pop("task"))
+train_args = (args.pop("input_files"),)
+eval_files = args.pop("eval_files", None)
+trainer = Trainer(config, task, TrainerOptions(**args), strategy)
+evaluate = lambda: trainer.evaluate(eval_files, pad_final_batch=True)
+""" + _DRIVER_END
 
 
 def env(extra=None):
@@ -154,10 +182,10 @@ def env(extra=None):
     return out
 
 
-def run_driver(args, timeout=300, extra_env=None):
-    """Runs DRIVER with `args`; returns the parsed RESULT dict (fails with the output)."""
+def run_driver(args, timeout=300, extra_env=None, driver=DRIVER):
+    """Runs `driver` with `args`; returns the parsed RESULT dict (fails with the output)."""
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(args)], capture_output=True, text=True,
+        [sys.executable, "-c", driver, json.dumps(args)], capture_output=True, text=True,
         timeout=timeout, env=env(extra_env), cwd=str(REPO),
     )
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
@@ -172,3 +200,54 @@ def read_checkpoint(prefix):
 
     reader = tf.train.load_checkpoint(str(prefix))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def assert_checkpoints_identical(prefix_a, prefix_b):
+    """The two checkpoints hold the same tensors, bit for bit."""
+    a, b = read_checkpoint(prefix_a), read_checkpoint(prefix_b)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+
+
+def state_lists(output_dir, step):
+    """Whether output_dir's `checkpoint` state file lists model.ckpt-<step>."""
+    state = Path(output_dir) / "checkpoint"
+    return state.exists() and f"model.ckpt-{step}\"" in state.read_text()
+
+
+def kill_after_checkpoint(args, output_dir, step, rng, driver=DRIVER, timeout=180):
+    """Starts `driver` with `args` and SIGKILLs it at a random moment (0 to 0.2 s) after the
+    checkpoint of `step` appears in output_dir: mid-step, mid-save or between them."""
+    proc = subprocess.Popen([sys.executable, "-c", driver, json.dumps(args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    deadline = time.time() + timeout
+    while not state_lists(output_dir, step) and proc.poll() is None:
+        assert time.time() < deadline, "no checkpoint appeared"
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.2))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+
+
+def assert_matches_golden(ours, golden):
+    """Every tensor within 1e-5 of the golden one, relative to the largest magnitude of that
+    tensor. The key biases' gradients are exactly zero in real arithmetic (softmax ignores a
+    constant added to all scores of a query), so their Adam moments are float rounding noise
+    (~1e-10 against ~1e-3 elsewhere); those are compared against the scale of the same slot
+    over all variables instead."""
+    assert sorted(ours) == sorted(golden)
+    assert int(ours["global_step"]) == int(golden["global_step"])
+    slot_scale = {}
+    for name, value in golden.items():
+        kind = name.rsplit("/", 1)[-1] if name.endswith(("adam_m", "adam_v")) else "weight"
+        slot_scale[kind] = max(slot_scale.get(kind, 0.0), float(np.max(np.abs(value))))
+    for name, expected in golden.items():
+        if name == "global_step":
+            continue
+        kind = name.rsplit("/", 1)[-1] if name.endswith(("adam_m", "adam_v")) else "weight"
+        scale = float(np.max(np.abs(expected)))
+        if "/key/bias/adam_" in name:
+            scale = slot_scale[kind]
+        np.testing.assert_allclose(ours[name], expected, rtol=0, atol=1e-5 * scale, err_msg=name)

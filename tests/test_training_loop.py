@@ -4,16 +4,15 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from test_training_helpers import (
-    DRIVER, GOLDEN_TRAIN, env, read_checkpoint, run_driver, tiny_options,
+    DRIVER, GOLDEN_TRAIN, assert_checkpoints_identical, assert_matches_golden, env,
+    kill_after_checkpoint, read_checkpoint, run_driver, state_lists, tiny_options,
 )
 
 needs_golden = pytest.mark.skipif(
@@ -39,28 +38,6 @@ def golden_args(output_dir, **overrides):
     }
     args.update(overrides)
     return args
-
-
-def assert_matches_golden(ours, golden):
-    """Every tensor within 1e-5 of the golden one, relative to the largest magnitude of that
-    tensor. The key biases' gradients are exactly zero in real arithmetic (softmax ignores a
-    constant added to all scores of a query), so their Adam moments are float rounding noise
-    (~1e-10 against ~1e-3 elsewhere); those are compared against the scale of the same slot
-    over all variables instead."""
-    assert sorted(ours) == sorted(golden)
-    assert int(ours["global_step"]) == int(golden["global_step"])
-    slot_scale = {}
-    for name, value in golden.items():
-        kind = name.rsplit("/", 1)[-1] if name.endswith(("adam_m", "adam_v")) else "weight"
-        slot_scale[kind] = max(slot_scale.get(kind, 0.0), float(np.max(np.abs(value))))
-    for name, expected in golden.items():
-        if name == "global_step":
-            continue
-        kind = name.rsplit("/", 1)[-1] if name.endswith(("adam_m", "adam_v")) else "weight"
-        scale = float(np.max(np.abs(expected)))
-        if "/key/bias/adam_" in name:
-            scale = slot_scale[kind]
-        np.testing.assert_allclose(ours[name], expected, rtol=0, atol=1e-5 * scale, err_msg=name)
 
 
 @needs_golden
@@ -143,11 +120,6 @@ def test_mirrored_on_two_cpus_equals_default(tmp_path):
     np.testing.assert_allclose(losses_b, losses_a, rtol=1e-5)
 
 
-def _state_lists(output_dir, step):
-    state = output_dir / "checkpoint"
-    return state.exists() and f"model.ckpt-{step}\"" in state.read_text()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("scale_options", [
     {},
@@ -165,29 +137,14 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path, scale_opti
     interrupted = tmp_path / "interrupted"
     rng = random.Random(os.getpid())
     for kill_after_step in (2, 10):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", DRIVER,
-             json.dumps(tiny_options(tmp_path, interrupted, **args))],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(),
-        )
-        deadline = time.time() + 180
-        while not _state_lists(interrupted, kill_after_step) and proc.poll() is None:
-            assert time.time() < deadline, "no checkpoint appeared"
-            time.sleep(0.01)
-        # Any moment after that: mid-step, mid-save or between them.
-        time.sleep(rng.uniform(0.0, 0.2))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-        assert not _state_lists(interrupted, total)
+        kill_after_checkpoint(tiny_options(tmp_path, interrupted, **args), interrupted,
+                              kill_after_step, rng)
+        assert not state_lists(interrupted, total)
     resumed = run_driver(tiny_options(tmp_path, interrupted, **args))
     assert resumed["checkpoint"].endswith(f"model.ckpt-{total}")
     assert resumed["history"][0][0] >= 10  # it did resume
-    a = read_checkpoint(tmp_path / "reference" / f"model.ckpt-{total}")
-    b = read_checkpoint(interrupted / f"model.ckpt-{total}")
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
+                                 interrupted / f"model.ckpt-{total}")
     # keep_checkpoint_max: only the last 3 remain, with their input-state files, and nothing
     # an interrupted write left behind.
     index_files = sorted(p.name for p in interrupted.glob("model.ckpt-*.index"))

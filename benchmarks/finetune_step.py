@@ -1,0 +1,193 @@
+"""Fine-tuning step of BERT-Base as a sentence-pair classifier: ours against the original.
+
+Ours is the real training step of `Trainer` with `ClassificationTask` (forward, backward,
+global-norm clipping, AdamWeightDecay, global_step; dropout 0.1 in the encoder and on the pooled
+output), on a randomly initialised BERT-Base, one fixed synthetic batch, no checkpoint writes.
+The original is run_classifier.py's model_fn graph in training mode (create_model with
+is_training=True, then create_optimizer with use_tpu=False), through tf.compat.v1 (see
+bert_tf.original), float32, in the same run on the same batch:
+
+    python benchmarks/finetune_step.py --original_repo=/tmp/orig_bert
+    python benchmarks/finetune_step.py --batch_sizes=8 --dtype=float32 --steps=5 \
+        --original_repo=/tmp/orig_bert      # the quick row
+
+Each row: seconds per step (median and fastest of --steps single-step calls after
+--warmup_steps), sequences/s from the median, and the original's float32 step with our speed-up
+over it (original seconds / ours; a bfloat16 row is compared with the original's float32 step,
+the only precision it has).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common import BERT_BASE, print_table  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.original import load_original_module  # noqa: E402
+from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
+from bert_tf.training.trainer import Trainer, TrainerOptions  # noqa: E402
+
+try:
+    from common import machine_header  # noqa: E402
+except ImportError:  # benchmarks/common.py before it names the machine itself
+    def machine_header():
+        model, flags = "unknown", set()
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+        relevant = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
+                    "amx_bf16")
+        present = " ".join(f if f in flags else f"-{f}" for f in relevant)
+        return (f"CPU: {model}; flags {present}; {os.cpu_count()} logical CPU(s)\n"
+                f"TensorFlow {tf.__version__}; load average at start "
+                + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16"}
+LABELS = ["0", "1"]
+LEARNING_RATE = 5e-5
+
+
+def synthetic_batch(batch_size, seq_length, vocab_size, seed=0):
+    """One random sentence-pair batch in the classifier's record layout (int32)."""
+    rng = np.random.RandomState(seed)
+    return {
+        "input_ids": rng.randint(0, vocab_size, (batch_size, seq_length)).astype(np.int32),
+        "input_mask": np.ones((batch_size, seq_length), np.int32),
+        "segment_ids": np.repeat((np.arange(seq_length) >= seq_length // 2)[None].astype(
+            np.int32), batch_size, 0),
+        "label_ids": rng.randint(0, len(LABELS), batch_size).astype(np.int32),
+        "is_real_example": np.ones(batch_size, np.int32),
+    }
+
+
+class SyntheticStream:
+    """The fixed batch, repeated: the step's cost without the input pipeline's."""
+
+    def __init__(self, batch):
+        tensors = {k: tf.constant(v) for k, v in batch.items()}
+        self.iterator = iter(tf.data.Dataset.from_tensors(tensors).repeat())
+
+    def get_next(self):
+        return next(self.iterator)
+
+
+def time_steps(run_step, steps, warmup_steps):
+    """(median, fastest) seconds of `steps` calls of run_step() after `warmup_steps` calls."""
+    for _ in range(warmup_steps):
+        run_step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        run_step()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)), min(times)
+
+
+def measure(config, batch, steps, warmup_steps, dtype):
+    options = TrainerOptions(
+        output_dir="/nonexistent", train_batch_size=len(batch["label_ids"]),
+        mixed_precision=MIXED_PRECISION[dtype], num_train_steps=10**6, num_warmup_steps=100,
+        learning_rate=LEARNING_RATE,
+    )
+    seq_length = batch["input_ids"].shape[1]
+    trainer = Trainer(config, ClassificationTask("bench", LABELS, seq_length), options)
+    train = trainer.make_train_function(SyntheticStream(batch))
+
+    def step():
+        loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
+        assert np.all(np.isfinite(loss))
+
+    return time_steps(step, steps, warmup_steps)
+
+
+def measure_original(repo, config_dict, batch, steps, warmup_steps):
+    """run_classifier.py's float32 training step (create_model in training mode, with its
+    dropout, + create_optimizer) on the same batch, in a tf.compat.v1 session."""
+    run_classifier = load_original_module(repo, "run_classifier")
+    graph = tf.Graph()
+    # create_model reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
+    tf.compat.v1.disable_v2_tensorshape()
+    try:
+        with graph.as_default():
+            features = {k: tf.constant(v) for k, v in batch.items()}
+            config = run_classifier.modeling.BertConfig.from_dict(config_dict)
+            loss, _, _, _ = run_classifier.create_model(
+                config, True, features["input_ids"], features["input_mask"],
+                features["segment_ids"], features["label_ids"], len(LABELS), False)
+            train_op = run_classifier.optimization.create_optimizer(
+                loss, LEARNING_RATE, 10**6, 100, False)
+            init = tf.compat.v1.global_variables_initializer()
+    finally:
+        tf.compat.v1.enable_v2_tensorshape()
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(init)
+
+        def step():
+            _, value = session.run([train_op, loss])
+            assert np.isfinite(value)
+
+        return time_steps(step, steps, warmup_steps)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch_sizes", default="8,32")
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--dtype", default="float32,bfloat16",
+                        help="comma list of our compute dtypes: float32, bfloat16")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per row")
+    parser.add_argument("--warmup_steps", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=BERT_BASE["num_hidden_layers"])
+    parser.add_argument("--original_repo", default=None,
+                        help="a copy of google-research/bert: also time its float32 step on "
+                             "the same batch, in this run, as the baseline")
+    args = parser.parse_args()
+    dtypes = args.dtype.split(",")
+    for dtype in dtypes:
+        if dtype not in MIXED_PRECISION:
+            parser.error(f"--dtype: {dtype!r} is not one of {', '.join(MIXED_PRECISION)}")
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+
+    config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
+    config = BertConfig.from_dict(config_dict)
+    print(machine_header())
+    print(f"BERT L={config.num_hidden_layers} H={config.hidden_size} "
+          f"A={config.num_attention_heads} I={config.intermediate_size} V={config.vocab_size}, "
+          f"classifier with {len(LABELS)} labels, seq {args.seq_length}, dropout 0.1, "
+          f"{args.steps} timed steps after {args.warmup_steps}", flush=True)
+
+    rows = []
+    for batch_size in batch_sizes:
+        batch = synthetic_batch(batch_size, args.seq_length, config.vocab_size)
+        original = None
+        if args.original_repo:
+            original = measure_original(args.original_repo, config_dict, batch, args.steps,
+                                        args.warmup_steps)
+        for dtype in dtypes:
+            seconds, best = measure(config, batch, args.steps, args.warmup_steps, dtype)
+            rows.append([
+                dtype, args.seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
+                f"{batch_size / seconds:.2f}",
+                f"{original[0]:.3f} / {original[1]:.3f}" if original else "-",
+                f"{original[0] / seconds:.2f}x / {original[1] / best:.2f}x" if original else "-",
+            ])
+            print(" | ".join(str(c) for c in rows[-1]), flush=True)
+    print()
+    print_table(["dtype", "seq", "batch", "ours s/step (median)", "ours s/step (best)",
+                 "ours seq/s (median)", "original float32 s/step median / best",
+                 "speed-up median / best"], rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+"""The classifier's model side (ClassificationTask through the Trainer) against the original
+run_classifier.py, recorded by tests/data/classifier_model/make_expected.py on the golden tiny
+model: forward pass, optimizer steps with and without warmup, eval_results.txt,
+test_results.tsv, checkpoints both ways; and mirrored = default, SIGKILL + resume = uninterrupted.
+"""
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import golden_path
+
+from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+from bert_tf.config import BertConfig
+from bert_tf.tasks.classification import ClassificationTask
+from bert_tf.training.trainer import Trainer, TrainerOptions
+from test_training_helpers import (
+    CLASSIFIER_DRIVER, assert_checkpoints_identical, assert_matches_golden,
+    kill_after_checkpoint, read_checkpoint, run_driver, state_lists, write_config,
+)
+
+DATA = Path(__file__).resolve().parent / "data" / "classifier_model"
+EXPECTED = json.loads((DATA / "expected.json").read_text())
+LABELS = EXPECTED["labels"]
+MAX_SEQ_LENGTH = EXPECTED["max_seq_length"]
+BATCH_SIZE = EXPECTED["batch_size"]
+TRAIN, EVAL, PREDICT = (str(DATA / n) for n in
+                        ("train.tf_record", "eval.tf_record", "predict.tf_record"))
+RECORDED_STEPS = len(EXPECTED["steps"]["0"])
+
+
+# The lead fixes this in the trainer (file, line and test in the helper's report); meanwhile the
+# tests that train are expected to fail.
+ORIGINAL_GLOBAL_NORM = pytest.mark.xfail(strict=True, reason=(
+    "bert_tf/training/trainer.py _micro_batch_gradients (and optimizer.clip_by_global_norm) "
+    "densify the word-embedding gradient before clipping; the original (use_tpu=False) clips "
+    "its IndexedSlices, whose global norm counts every token occurrence's row separately "
+    "(sum of squared rows, duplicates not summed first), so its clipping factor differs"))
+
+
+def make_task(dropout_rate=0.0):
+    # The recording is dropout-free (the original's head dropout is fixed at 0.1 in training).
+    return ClassificationTask("mrpc", LABELS, MAX_SEQ_LENGTH, dropout_rate=dropout_rate)
+
+
+def golden_config():
+    return BertConfig.from_json_file(golden_path("train", "bert_config.json"))
+
+
+def options(output_dir, **overrides):
+    """The recording's run: batch 4 in file order, learning rate 1e-3 over 10 steps."""
+    values = dict(output_dir=str(output_dir), train_batch_size=BATCH_SIZE,
+                  eval_batch_size=BATCH_SIZE, learning_rate=EXPECTED["learning_rate"],
+                  num_train_steps=EXPECTED["num_train_steps"], num_warmup_steps=0,
+                  save_checkpoints_steps=RECORDED_STEPS, iterations_per_loop=RECORDED_STEPS,
+                  shuffle_buffer_size=0, keep_checkpoint_max=0)
+    values.update(overrides)
+    return TrainerOptions(**values)
+
+
+def assert_close(ours, expected, name):
+    """Within 1e-5 relative to the largest magnitude of the expected values."""
+    expected = np.asarray(expected, np.float32)
+    scale = float(np.max(np.abs(expected)))
+    np.testing.assert_allclose(np.asarray(ours, np.float32), expected, rtol=0,
+                               atol=1e-5 * scale, err_msg=name)
+
+
+def read_features(path):
+    spec = make_task().feature_spec(is_training=False)
+    records = list(tf.data.TFRecordDataset(path).map(
+        lambda r: tf.io.parse_single_example(r, spec)).batch(1000))
+    (batch,) = records
+    return {k: tf.cast(v, tf.int32) for k, v in batch.items()}
+
+
+@pytest.fixture(scope="module")
+def init_checkpoint(tmp_path_factory):
+    """The golden init.ckpt with the recording's classifier head (head_init.npz)."""
+    model = make_task().build_model(golden_config())
+    report = load_original_checkpoint(model, golden_path("train", "init.ckpt"))
+    assert sorted(report.not_in_checkpoint) == ["output_bias", "output_weights"]
+    head = np.load(DATA / "head_init.npz")
+    model.head.output_weights.assign(head["output_weights"])
+    model.head.output_bias.assign(head["output_bias"])
+    return save_original_checkpoint(
+        model, tmp_path_factory.mktemp("init") / "bert_model.ckpt")
+
+
+_TRAINED = {}
+
+
+def trained(tmp_path_factory, init_checkpoint, warmup):
+    """Our run of the recording's 10 steps from init_checkpoint (checkpoints every 3 steps);
+    returns (output_dir, history). Cached per warmup for the module."""
+    if warmup not in _TRAINED:
+        output_dir = tmp_path_factory.mktemp(f"warmup{warmup}")
+        trainer = Trainer(golden_config(), make_task(),
+                          options(output_dir, init_checkpoint=init_checkpoint,
+                                  num_warmup_steps=warmup))
+        history = []
+        trainer.train([TRAIN], step_callback=lambda step, values: history.append((step, values)))
+        _TRAINED[warmup] = output_dir, history
+    return _TRAINED[warmup]
+
+
+def copy_checkpoint(source_prefix, output_dir):
+    """output_dir holding only `source_prefix`'s files, as the latest checkpoint."""
+    output_dir.mkdir()
+    source_prefix = Path(source_prefix)
+    for path in source_prefix.parent.glob(source_prefix.name + ".*"):
+        shutil.copy(path, output_dir / path.name)
+    (output_dir / "checkpoint").write_text(f'model_checkpoint_path: "{source_prefix.name}"\n')
+    return output_dir
+
+
+def test_forward_matches_the_original(init_checkpoint):
+    task = make_task()
+    model = task.build_model(golden_config())
+    load_original_checkpoint(model, init_checkpoint)
+    features = read_features(EVAL)
+    outputs = model(features, training=False)
+    expected = EXPECTED["forward"]
+    assert len(expected["logits"]) == EXPECTED["counts"]["dev"]
+    assert_close(outputs["logits"], expected["logits"], "logits")
+    assert_close(outputs["probabilities"], expected["probabilities"], "probabilities")
+    assert_close(task.per_example_loss(outputs, features), expected["per_example_loss"],
+                 "per_example_loss")
+
+
+@ORIGINAL_GLOBAL_NORM
+@pytest.mark.slow
+@pytest.mark.parametrize("warmup", [0, 3])
+def test_three_steps_match_the_original(tmp_path_factory, init_checkpoint, warmup):
+    output_dir, history = trained(tmp_path_factory, init_checkpoint, warmup)
+    for (step, ours), expected in zip(history, EXPECTED["steps"][str(warmup)]):
+        assert step == expected["step"]
+        assert ours["total_loss"] == pytest.approx(expected["loss"], rel=1e-5), step
+        assert ours["learning_rate"] == pytest.approx(expected["learning_rate"], rel=1e-6,
+                                                      abs=1e-12), step
+    ours = read_checkpoint(output_dir / f"model.ckpt-{RECORDED_STEPS}")
+    original = read_checkpoint(DATA / f"warmup{warmup}" / f"model.ckpt-{RECORDED_STEPS}")
+    assert_matches_golden(ours, original)
+
+
+@pytest.mark.slow
+def test_our_checkpoint_holds_what_the_originals_saver_restores(tmp_path_factory,
+                                                                init_checkpoint):
+    """The variables (with adam_m/adam_v and global_step) the original's training graph
+    creates, by name, shape and dtype: what its tf.compat.v1.train.Saver needs to restore."""
+    output_dir, _ = trained(tmp_path_factory, init_checkpoint, 0)
+    reader = tf.train.load_checkpoint(str(output_dir / f"model.ckpt-{RECORDED_STEPS}"))
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    ours = {name: (list(shapes[name]), dtypes[name].name) for name in shapes}
+    variables = json.loads((DATA / "original_variables.json").read_text())
+    original = {v["name"]: (v["shape"], v["dtype"]) for v in variables}
+    assert ours == original
+
+
+@ORIGINAL_GLOBAL_NORM
+@pytest.mark.slow
+def test_eval_and_predict_after_three_steps_match_the_original(tmp_path_factory, tmp_path,
+                                                               init_checkpoint):
+    trained_dir, _ = trained(tmp_path_factory, init_checkpoint, 0)
+    output_dir = copy_checkpoint(trained_dir / f"model.ckpt-{RECORDED_STEPS}", tmp_path / "eval")
+    trainer = Trainer(golden_config(), make_task(), options(output_dir))
+    assert trainer.restore(weights_only=True)
+    trainer.evaluate([EVAL], pad_final_batch=True)
+
+    ours = (output_dir / "eval_results.txt").read_text().splitlines()
+    original = (DATA / "eval_results.txt").read_text().splitlines()
+    assert len(ours) == len(original)
+    for line, expected in zip(ours, original):
+        key, value = line.split(" = ")
+        expected_key, expected_value = expected.split(" = ")
+        assert key == expected_key
+        if key == "global_step":
+            assert value == expected_value
+        else:
+            assert float(value) == pytest.approx(float(expected_value), rel=1e-5), key
+
+    rows = []
+    for batch in trainer.predict([PREDICT], BATCH_SIZE):
+        real = batch["is_real_example"] > 0
+        rows.extend(batch["probabilities"][real])
+    ours = ["\t".join(str(p) for p in row) for row in rows]
+    original = (DATA / "test_results.tsv").read_text().splitlines()
+    assert len(ours) == len(original) == EXPECTED["counts"]["test"]
+    assert_close([[float(x) for x in line.split("\t")] for line in ours],
+                 [[float(x) for x in line.split("\t")] for line in original], "probabilities")
+
+
+@ORIGINAL_GLOBAL_NORM
+@pytest.mark.slow
+def test_training_resumes_from_the_originals_checkpoint(tmp_path, init_checkpoint):
+    """A new run on an output_dir holding the original's model.ckpt-3 (warmup 3) continues as
+    a new Estimator.train of the original does: from its weights, Adam moments and
+    global_step, with the input read again from the first record."""
+    output_dir = copy_checkpoint(DATA / "warmup3" / f"model.ckpt-{RECORDED_STEPS}",
+                                 tmp_path / "resumed")
+    trainer = Trainer(golden_config(), make_task(),
+                      options(output_dir, init_checkpoint=init_checkpoint, num_warmup_steps=3))
+    history = []
+    trainer.train([TRAIN], step_callback=lambda step, values: history.append((step, values)))
+    expected = EXPECTED["resume"]
+    assert [s for s, _ in history] == [s["step"] for s in expected["steps"]]
+    for (step, ours), original in zip(history, expected["steps"]):
+        assert ours["total_loss"] == pytest.approx(original["loss"], rel=1e-5), step
+        assert ours["learning_rate"] == pytest.approx(original["learning_rate"], rel=1e-6), step
+    final = read_checkpoint(output_dir / f"model.ckpt-{EXPECTED['num_train_steps']}")
+    assert int(final["global_step"]) == expected["global_step"]
+    for name, value in expected["head"].items():
+        assert_close(final[name], value, name)
+
+
+def driver_args(output_dir, bert_config_file, **overrides):
+    """CLASSIFIER_DRIVER's arguments: 2 steps on the recording's records, dropout-free."""
+    args = {
+        "bert_config_file": str(bert_config_file),
+        "task": {"task_name": "mrpc", "label_list": LABELS, "max_seq_length": MAX_SEQ_LENGTH,
+                 "dropout_rate": 0.0},
+        "input_files": [TRAIN],
+        "eval_files": [EVAL],
+        "output_dir": str(output_dir),
+        "train_batch_size": BATCH_SIZE,
+        "eval_batch_size": BATCH_SIZE,
+        "learning_rate": 1e-3,
+        "num_warmup_steps": 1,
+        "num_train_steps": 2,
+        "save_checkpoints_steps": 2,
+        "iterations_per_loop": 1,
+        "shuffle_buffer_size": 0,
+    }
+    args.update(overrides)
+    return args
+
+
+def run_in_process(args):
+    """What CLASSIFIER_DRIVER does under the default strategy, in this process (one process
+    start less): train, then eval if asked. Returns the driver's RESULT dict."""
+    args = dict(args)
+    config = BertConfig.from_json_file(args.pop("bert_config_file"))
+    task = ClassificationTask(**args.pop("task"))
+    train_files, eval_files = args.pop("input_files"), args.pop("eval_files")
+    do_eval = args.pop("do_eval", False)
+    trainer = Trainer(config, task, TrainerOptions(**args))
+    history = []
+    checkpoint = trainer.train(train_files, step_callback=lambda s, v: history.append([s, v]))
+    results = trainer.evaluate(eval_files, pad_final_batch=True) if do_eval else {}
+    return {"checkpoint": checkpoint, "history": history,
+            "results": {k: float(v) for k, v in results.items()}}
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
+    config_file = golden_path("train", "bert_config.json")  # dropout 0.0, as the head here
+    common = dict(init_checkpoint=str(init_checkpoint), do_eval=True)
+    single = run_in_process(driver_args(tmp_path / "single", config_file, **common))
+    mirrored = run_driver(driver_args(tmp_path / "mirrored", config_file, strategy="mirrored",
+                                      cpus=2, **common), driver=CLASSIFIER_DRIVER)
+    a = read_checkpoint(tmp_path / "single" / "model.ckpt-2")
+    b = read_checkpoint(tmp_path / "mirrored" / "model.ckpt-2")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    np.testing.assert_allclose([v["total_loss"] for _, v in mirrored["history"]],
+                               [v["total_loss"] for _, v in single["history"]], rtol=1e-5)
+    # 11 eval records over 2 replicas: the padded last batch is split between them.
+    assert sorted(mirrored["results"]) == sorted(single["results"]) == [
+        "eval_accuracy", "eval_loss", "global_step", "loss"]
+    for key, value in single["results"].items():
+        assert mirrored["results"][key] == pytest.approx(value, rel=1e-5), key
+
+
+@pytest.mark.slow
+def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
+    """With the head's dropout (0.1) and the encoder's, and a shuffled input: a run killed
+    after its step-4 checkpoint (in another process) and resumed continues the input position
+    and the dropout draws exactly as the uninterrupted run."""
+    config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
+    total = 60
+    common = dict(num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
+                  keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7)
+
+    def args(output_dir):
+        values = driver_args(output_dir, config_file, **common)
+        values["task"] = dict(values["task"], dropout_rate=0.1)
+        return values
+
+    reference = run_in_process(args(tmp_path / "reference"))
+    assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
+    interrupted = tmp_path / "interrupted"
+    kill_after_checkpoint(args(interrupted), interrupted, 4, random.Random(os.getpid()),
+                          driver=CLASSIFIER_DRIVER)
+    assert not state_lists(interrupted, total)
+    resumed = run_in_process(args(interrupted))
+    assert resumed["history"][0][0] >= 4  # it did resume
+    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
+                                 interrupted / f"model.ckpt-{total}")
