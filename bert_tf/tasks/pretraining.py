@@ -53,7 +53,7 @@ class PretrainingTask(Task):
     name = "pretraining"
     step_keys = ("total_loss", "masked_lm_loss", "next_sentence_loss")
     log_names = ("loss", "mlm", "nsp")
-    rows_in_gradient_norm = False
+    row_norm_variables = ()
 
     def __init__(self, max_seq_length, max_predictions_per_seq):
         self.max_seq_length = max_seq_length
