@@ -31,7 +31,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, matmul_peak_gflops, pretraining_step_flops, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, matmul_peak_gflops, pretraining_step_flops, print_machine_header, print_table,
+)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -158,6 +160,7 @@ def main():
 
     config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
     config = BertConfig.from_dict(config_dict)
+    print_machine_header()
     print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU(s); BERT L={config.num_hidden_layers}"
           f" H={config.hidden_size} A={config.num_attention_heads} I={config.intermediate_size}"
           f" V={config.vocab_size}, {args.max_predictions_per_seq} "
