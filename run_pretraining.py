@@ -53,7 +53,7 @@ flags.DEFINE_integer("shuffle_buffer_size", 100,
                      "Records in the training shuffle buffer; 0 reads the files in order.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir (0 keeps all).")
 flags.DEFINE_integer("seed", 12345, "Seed of the weight initialisation, dropout and shuffles.")
-# Pretraining at scale (README section `scale`).
+# Pretraining at scale (docs/scale.md).
 flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16", "auto"],
                   "Compute dtype of the model (variables, LayerNorm, softmax, losses and the "
                   "update stay float32); fp16 uses dynamic loss scaling. auto: bf16 where the "

@@ -4,8 +4,8 @@ bfloat16 and float16 pay off on a CPU only where it has instructions for them: A
 AMX-BF16 (Intel Cooper Lake, Sapphire Rapids and later; AMD Zen 4 and later has AVX512_BF16),
 AVX512_FP16 or AMX-FP16 for float16. Elsewhere the CPU has no 16-bit arithmetic: TensorFlow
 computes in float32 and converts operands and results, so a 16-bit matmul runs at the float32
-rate or below, plus the conversions (measured: docs/performance.md). Used by `bert_tf.training.precision` to choose and
-warn, and by the benchmarks to name the CPU they ran on.
+rate or below, plus the conversions (measured: docs/performance.md). Used by
+`bert_tf.training.precision` to choose and warn, and by the benchmarks to name their CPU.
 """
 
 import dataclasses

@@ -98,9 +98,10 @@ def detect_compute_device(strategy=None):
 
 _warned = set()
 
-# Measured with benchmarks/pretrain_step.py on an AMD EPYC with AVX2 and no AVX-512
-# (docs/performance.md): BERT-Base bf16 step time over float32's, by median.
-CPU_EMULATED_BF16_SPEED = "0.85x"
+# BERT-Base training-step speed of bf16 relative to float32 on 2-core AMD EPYCs with AVX2 and
+# no AVX-512: 0.85x in issue 13's report, 0.57x by median in a loaded benchmark run
+# (docs/performance.md).
+CPU_EMULATED_BF16_SPEED = "0.57x-0.85x"
 
 
 def resolve_mixed_precision(name, strategy=None, device=None, cpu_info=None,
