@@ -47,6 +47,7 @@ def test_matches_the_original_on_golden_inputs():
     assert compared == 11
 
 
+@pytest.mark.slow  # 7 s on 2 shared cores: XLA compiles the whole model
 def test_jit_compile_gives_the_same_outputs():
     model, inputs = _golden_model()
     compiled = tf.function(lambda x: model(x), jit_compile=True)
@@ -78,7 +79,7 @@ def test_mixed_precision_policies_keep_float32_where_pinned(policy):
     assert pretraining_loss(raw, inputs)["total_loss"].dtype == tf.float32
     assert np.isfinite(raw["mlm_log_probs"].numpy()).all()
     # What computes in 16 bits: the matmuls, their bias adds and activations (GELU is a call of
-    # its fused kernel), nothing else; the rounding bounds below are only meaningful with this.
+    # its fused kernel), nothing else: the bounds of the next tests assume it.
     graph = tf.function(lambda x: pretraining_loss(dict(model(x)), x)).get_concrete_function(
         {k: tf.constant(v) for k, v in inputs.items()}).graph
     computing = {op.type for op in rounded_ops(graph, POLICY_DTYPES[policy])}

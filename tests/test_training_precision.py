@@ -91,8 +91,8 @@ def test_bf16_and_fp16_train_close_to_float32_with_float32_checkpoints(tmp_path)
     So each loss the 16-bit run logs at step k is compared with the float32 model's loss at
     the same weights (that run's checkpoint k-1) on the same batch, within the rounding-error
     bound of tests/rounding_bounds.py, which follows from the unit roundoff, not from a run on
-    some CPU. Dropout is off so that both passes compute the same function (the masks of a
-    16-bit and a float32 pass are not the same draws). Measured on an AMD EPYC without AVX-512:
+    some CPU. Dropout is off so that the bound, computed by a pass without dropout, is the bound
+    of exactly the function both runs computed. Measured on an AMD EPYC without AVX-512:
     worst |error| / bound 0.26 for bfloat16 and 0.13 for float16 (0.26 and 0.08 with
     TF_ENABLE_ONEDNN_OPTS=0)."""
     from bert_tf import checkpoints
