@@ -14,6 +14,7 @@ _EXPORTS = {
     "BertModel": "bert_tf.encoder",
     "BertPretrainingModel": "bert_tf.pretraining",
     "pretraining_loss": "bert_tf.pretraining",
+    "BertTaskModel": "bert_tf.models",
     "load_original_checkpoint": "bert_tf.checkpoints",
     "save_original_checkpoint": "bert_tf.checkpoints",
     "CheckpointError": "bert_tf.checkpoints",

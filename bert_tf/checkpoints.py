@@ -17,6 +17,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.encoder import BertModel
+from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.models import BertTaskModel
 from bert_tf.pretraining import BertPretrainingModel
 
 GLOBAL_STEP = "global_step"
@@ -40,20 +42,40 @@ def _add_layer_norm(table, prefix, layer_norm):
     table[f"{prefix}/beta"] = layer_norm.beta
 
 
+# Where each fine-tuning head's `output_weights` / `output_bias` live in a checkpoint: the
+# original run_classifier.py creates them at the top level, run_squad.py under `cls/squad`;
+# token classification is not in the original, so its scope is one no original checkpoint has.
+_HEAD_SCOPES = (
+    (ClassifierHead, ""),
+    (SpanHead, "cls/squad/"),
+    (TokenClassifierHead, "bert_tf/tagging/"),
+)
+
+
+def head_scope(head):
+    """The checkpoint scope (`""`, `"cls/squad/"`, ...) of a fine-tuning head layer."""
+    for cls, scope in _HEAD_SCOPES:
+        if isinstance(head, cls):
+            return scope
+    raise TypeError(f"no checkpoint names for a head of type {type(head).__name__}")
+
+
 def original_variable_map(model):
     """The original checkpoint name of every variable of `model`.
 
     Args:
-      model: a `BertModel` (names under `bert/`) or a `BertPretrainingModel` (also `cls/`).
+      model: a `BertModel` (names under `bert/`), a `BertPretrainingModel` (also `cls/`) or a
+        `BertTaskModel` (also its head's `output_weights` and `output_bias`, see _HEAD_SCOPES).
     Returns:
       dict original name -> Keras variable, in the order of the original checkpoint table.
     """
-    if isinstance(model, BertPretrainingModel):
+    if isinstance(model, (BertPretrainingModel, BertTaskModel)):
         bert = model.bert
     elif isinstance(model, BertModel):
         bert = model
     else:
-        raise TypeError(f"expected a BertModel or BertPretrainingModel, got {type(model).__name__}")
+        raise TypeError("expected a BertModel, BertPretrainingModel or BertTaskModel, got "
+                        f"{type(model).__name__}")
     table = {}
     embeddings = bert.embeddings
     table["bert/embeddings/word_embeddings"] = embeddings.word_embeddings
@@ -78,6 +100,10 @@ def original_variable_map(model):
         table["cls/predictions/output_bias"] = model.masked_lm.output_bias
         table["cls/seq_relationship/output_weights"] = model.next_sentence.output_weights
         table["cls/seq_relationship/output_bias"] = model.next_sentence.output_bias
+    if isinstance(model, BertTaskModel):
+        scope = head_scope(model.head)
+        table[f"{scope}output_weights"] = model.head.output_weights
+        table[f"{scope}output_bias"] = model.head.output_bias
     # A variable added to a layer without a name here would silently never be saved.
     mapped = {id(v) for v in table.values()}
     unmapped = [v.path for v in model.weights if id(v) not in mapped]
@@ -94,7 +120,7 @@ class CheckpointReport:
       prefix: the checkpoint prefix that was read.
       loaded: original names assigned from the checkpoint.
       not_in_checkpoint: names of the model absent from the checkpoint (kept their values);
-        only ever `cls/*` head variables, since a missing encoder variable is an error.
+        only ever head variables, since a missing encoder variable is an error.
       unused_in_checkpoint: checkpoint names the model has no use for (other heads, other
         tools' variables), excluding `global_step` and optimizer slots.
       global_step: the checkpoint's `global_step`, or None.

@@ -1,4 +1,5 @@
-"""The pretraining heads: masked-LM (tied to the word embeddings) and next-sentence prediction."""
+"""Heads on the encoder: pretraining (masked-LM tied to the word embeddings, next-sentence)
+and fine-tuning (classifier, SQuAD span, token tags)."""
 
 import keras
 import tensorflow as tf
@@ -103,4 +104,134 @@ class NextSentenceHead(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
+        return config
+
+
+def _output_weights(layer, num_outputs, hidden_size, initializer_range):
+    """`output_weights` [num_outputs, H] and `output_bias` [num_outputs], float32, as the
+    original's fine-tuning heads create them (the transpose of a Dense kernel)."""
+    weights = layer.add_weight(
+        name="output_weights", shape=(num_outputs, hidden_size),
+        initializer=truncated_normal(initializer_range), dtype="float32", autocast=False,
+    )
+    bias = layer.add_weight(
+        name="output_bias", shape=(num_outputs,), initializer="zeros", dtype="float32",
+        autocast=False,
+    )
+    return weights, bias
+
+
+class ClassifierHead(keras.layers.Layer):
+    """The original `run_classifier.py` head on the pooled output.
+
+    `output_weights` [num_labels, H] (truncated normal) and `output_bias` [num_labels] (zeros),
+    at the top level of the checkpoint. In training, dropout at `dropout_rate` on the pooled
+    output: the original fixes it at 0.1 whatever the config says. Float32 throughout (it is
+    tiny, and the softmax must not run in a low precision).
+
+    Called with the encoder's outputs dict; returns float32 `logits`, `log_probs` and
+    `probabilities`, each [B, num_labels].
+    """
+
+    def __init__(self, num_labels, hidden_size, initializer_range=0.02, dropout_rate=0.1,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.num_labels = num_labels
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype="float32")
+
+    def build(self, input_shape=None):
+        self.output_weights, self.output_bias = _output_weights(
+            self, self.num_labels, self.hidden_size, self.initializer_range)
+        self.built = True
+
+    def call(self, encoder_outputs, training=False):
+        pooled = tf.cast(encoder_outputs["pooled_output"], tf.float32)
+        pooled = self.dropout(pooled, training=training)
+        logits = tf.matmul(pooled, self.output_weights, transpose_b=True) + self.output_bias
+        return {
+            "logits": logits,
+            "log_probs": tf.nn.log_softmax(logits, axis=-1),
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_labels=self.num_labels, hidden_size=self.hidden_size,
+                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
+        return config
+
+
+class SpanHead(keras.layers.Layer):
+    """The original `run_squad.py` head: start and end logits at every position.
+
+    `output_weights` [2, H] and `output_bias` [2] (checkpoint names `cls/squad/...`); no
+    dropout, no masking of padding positions (as the original). Float32.
+
+    Called with the encoder's outputs dict; returns float32 `start_logits`, `end_logits`
+    [B, S].
+    """
+
+    def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape=None):
+        self.output_weights, self.output_bias = _output_weights(
+            self, 2, self.hidden_size, self.initializer_range)
+        self.built = True
+
+    def call(self, encoder_outputs, training=False):
+        sequence = tf.cast(encoder_outputs["sequence_output"], tf.float32)
+        logits = tf.einsum("bsh,nh->nbs", sequence, self.output_weights)
+        return {
+            "start_logits": logits[0] + self.output_bias[0],
+            "end_logits": logits[1] + self.output_bias[1],
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
+        return config
+
+
+class TokenClassifierHead(keras.layers.Layer):
+    """A tag for every position (token classification, e.g. NER); not in the original.
+
+    `output_weights` [num_labels, H] and `output_bias` [num_labels], saved as
+    `bert_tf/tagging/output_weights` and `bert_tf/tagging/output_bias` (a scope no original
+    checkpoint holds, so a released or classifier checkpoint never fills them by accident).
+    In training, dropout at `dropout_rate` on the sequence output. Float32.
+
+    Called with the encoder's outputs dict; returns float32 `logits` and `log_probs`
+    [B, S, num_labels].
+    """
+
+    def __init__(self, num_labels, hidden_size, initializer_range=0.02, dropout_rate=0.1,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.num_labels = num_labels
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype="float32")
+
+    def build(self, input_shape=None):
+        self.output_weights, self.output_bias = _output_weights(
+            self, self.num_labels, self.hidden_size, self.initializer_range)
+        self.built = True
+
+    def call(self, encoder_outputs, training=False):
+        sequence = tf.cast(encoder_outputs["sequence_output"], tf.float32)
+        sequence = self.dropout(sequence, training=training)
+        logits = tf.einsum("bsh,nh->bsn", sequence, self.output_weights) + self.output_bias
+        return {"logits": logits, "log_probs": tf.nn.log_softmax(logits, axis=-1)}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_labels=self.num_labels, hidden_size=self.hidden_size,
+                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
         return config

@@ -1,8 +1,12 @@
-"""Pretraining data: text -> documents -> instances -> TFRecords (create_pretraining_data.py).
+"""Training data as TFRecords.
 
+Pretraining (create_pretraining_data.py): text -> documents -> instances -> TFRecords.
   documents.py  input files -> `Corpus` (token ids, sentence and document boundaries)
   instances.py  the original's instance building and masking -> `InstanceStore`
   features.py   the TFRecord features: `FEATURE_NAMES`, `feature_spec`, Example encoders
   writer.py     TFRecord framing and CRC32-C without TensorFlow, temp-then-rename output
   pipeline.py   the flags, their checks, the identical and sharded modes
+
+Fine-tuning (run_classifier.py):
+  classifier.py task files -> `InputExample`s -> features -> TFRecords (+ stale-record sidecar)
 """

@@ -1,4 +1,4 @@
-"""The pretraining input pipeline: TFRecords of `create_pretraining_data.py` -> batches.
+"""The input pipeline: TFRecords (of `create_pretraining_data.py`, or of a task) -> batches.
 
 As the original (REFERENCE.md §6): training shuffles the file list, reads files in parallel
 (interleave), shuffles records and repeats; eval reads the files in order, once, keeping only
@@ -70,9 +70,9 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
         try:
             first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-            raise InputError(f"{path}: not a readable TFRecord file ({_first_line(e)})") from None
+            raise InputError(f"{path}: not a readable TFRecord file ({first_line(e)})") from None
         except tf.errors.OpError as e:
-            raise InputError(f"{path}: cannot read ({_first_line(e)})") from None
+            raise InputError(f"{path}: cannot read ({first_line(e)})") from None
         if first is None:
             raise InputError(f"{path}: holds no records")
         example = tf.train.Example()
@@ -101,7 +101,8 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
                 )
 
 
-def _first_line(error):
+def first_line(error):
+    """The first line of an OpError's (or any exception's) message, for one-line errors."""
     text = getattr(error, "message", None) or str(error)
     return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
@@ -124,12 +125,20 @@ def make_dataset(
     num_cpu_threads=4,
     input_pipeline_id=0,
     num_input_pipelines=1,
+    spec=None,
+    pad_final_batch=False,
 ):
     """Builds the dataset of one input pipeline.
 
     Args:
       input_files: list of TFRecord files.
+      max_seq_length, max_predictions_per_seq: the shape of pretraining records.
       batch_size: the batch of one replica (this pipeline's share of the global batch).
+      spec: the records' {name: tf.io.FixedLenFeature} for other tasks' records (then the two
+        lengths above are not used).
+      pad_final_batch: eval/predict of a task that must see every record: the last, partial
+        batch is kept and padded with all-zero records to `batch_size` (their
+        `is_real_example`, or unique id, is 0) instead of being dropped.
       is_training: training stream (shuffled, repeated) or eval stream (in order, once).
       shuffle_buffer_size: records held by the record shuffle; 0 reads the files in the given
         order, sequentially, without any shuffling.
@@ -140,7 +149,8 @@ def make_dataset(
     Returns:
       tf.data.Dataset of dicts {feature name: [batch_size, ...] tensor}, int64 cast to int32.
     """
-    spec = feature_spec(max_seq_length, max_predictions_per_seq)
+    if spec is None:
+        spec = feature_spec(max_seq_length, max_predictions_per_seq)
     num_files = len(input_files)
     shard_files = (
         is_training and shuffle_buffer_size > 0 and num_input_pipelines > 1
@@ -164,14 +174,26 @@ def make_dataset(
         d = tf.data.TFRecordDataset(input_files)
         if is_training:
             d = d.repeat()
-    d = d.batch(batch_size, drop_remainder=True)
+    d = d.batch(batch_size, drop_remainder=not pad_final_batch or is_training)
     if num_input_pipelines > 1 and not shard_files:
         # Every pipeline sees the same (seeded) stream; each keeps every n-th batch, so the
         # global batch of step k is the same as on a single device.
         d = d.shard(num_input_pipelines, input_pipeline_id)
     d = d.map(lambda s: _parse_batch(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
               deterministic=True)
+    if pad_final_batch and not is_training:
+        d = d.map(lambda batch: _pad_batch(batch, batch_size))
     return d.prefetch(tf.data.AUTOTUNE)
+
+
+def _pad_batch(batch, batch_size):
+    """Pads every feature of a (possibly partial) batch with zero rows to `batch_size`."""
+    padded = {}
+    for name, t in batch.items():
+        missing = batch_size - tf.shape(t)[0]
+        paddings = tf.concat([[[0, missing]], tf.zeros([t.shape.rank - 1, 2], tf.int32)], 0)
+        padded[name] = tf.ensure_shape(tf.pad(t, paddings), [batch_size] + t.shape[1:])
+    return padded
 
 
 def _local_replicas(strategy):
@@ -201,12 +223,14 @@ class InputStream:
       worker_index, num_workers: this worker among all (each reads a disjoint part).
       max_batches: stop after this many global batches (eval).
       batch_flag: how to name the batch size in errors (e.g. "--train_batch_size").
+      spec, pad_final_batch: see `make_dataset`.
       Other arguments as `make_dataset`.
     """
 
     def __init__(self, strategy, input_files, max_seq_length, max_predictions_per_seq,
                  global_batch_size, is_training, shuffle_buffer_size=100, seed=None,
-                 worker_index=0, num_workers=1, max_batches=None, batch_flag="batch size"):
+                 worker_index=0, num_workers=1, max_batches=None, batch_flag="batch size",
+                 spec=None, pad_final_batch=False):
         replicas = strategy.num_replicas_in_sync
         if global_batch_size % replicas:
             raise InputError(
@@ -219,7 +243,8 @@ class InputStream:
             input_files=input_files, max_seq_length=max_seq_length,
             max_predictions_per_seq=max_predictions_per_seq,
             batch_size=self.per_replica_batch_size, is_training=is_training,
-            shuffle_buffer_size=shuffle_buffer_size, seed=seed,
+            shuffle_buffer_size=shuffle_buffer_size, seed=seed, spec=spec,
+            pad_final_batch=pad_final_batch,
         )
         self.uses_infeed = isinstance(strategy, tf.distribute.TPUStrategy)
         if self.uses_infeed:

@@ -1,0 +1,94 @@
+"""absl flags the training scripts share: the original's TPU flags and bert_tf's trainer flags.
+
+Each script defines its own flags (the original's names, defaults and help) and calls
+`define_tpu_flags()` and `define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
+and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy.
+"""
+
+from absl import flags
+
+
+def define_tpu_flags():
+    """use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores (the original's)."""
+    flags.DEFINE_bool("use_tpu", False, "Whether to use a TPU (implies --strategy=tpu).")
+    flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use (name or grpc://ip:8470 url).")
+    flags.DEFINE_string("tpu_zone", None, "[Optional] GCE zone of the Cloud TPU.")
+    flags.DEFINE_string("gcp_project", None, "[Optional] GCP project of the Cloud TPU.")
+    flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+    flags.DEFINE_integer("num_tpu_cores", 8, "Only used with a TPU: total number of TPU cores.")
+
+
+def define_trainer_flags(shuffle_buffer_size=100):
+    """The flags bert_tf adds to every training script (README: "scale")."""
+    flags.DEFINE_enum("strategy", "default",
+                      ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                      "tf.distribute strategy (mirrored: every GPU, else every logical CPU; "
+                      "multi_worker_mirrored: the cluster of TF_CONFIG).")
+    flags.DEFINE_integer("shuffle_buffer_size", shuffle_buffer_size,
+                         "Records in the training shuffle buffer; 0 reads the files in order.")
+    flags.DEFINE_integer("keep_checkpoint_max", 5,
+                         "Checkpoints kept in output_dir (0 keeps all).")
+    flags.DEFINE_integer("seed", 12345,
+                         "Seed of the weight initialisation, dropout and shuffles.")
+    flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16", "auto"],
+                      "Compute dtype of the model (variables, LayerNorm, softmax, losses and "
+                      "the update stay float32); fp16 uses dynamic loss scaling; auto: bf16 "
+                      "where the hardware computes it natively, fp16 on GPUs without bf16, "
+                      "else none.")
+    flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA "
+                      "(jit_compile), the optimizer update included.")
+    flags.DEFINE_bool("fused_optimizer", False,
+                      "Compile only the optimizer update with XLA, one kernel per variable "
+                      "(implied by --use_xla): faster on CPU, equal to the op-by-op update up "
+                      "to float32 rounding.")
+    flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
+                      "adamw: the original AdamWeightDecay; lamb: LAMB (You et al., 2019).")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                         "Micro-batches per optimizer step; --train_batch_size stays the "
+                         "global batch of one step.")
+    flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
+                       "fp16 only: the first dynamic loss scale (halved on each overflow, "
+                       "doubled after 2000 finite steps; restored from checkpoints).")
+
+
+def strategy_from_flags(FLAGS):  # noqa: N803 (absl's name)
+    """The tf.distribute strategy of --strategy / --use_tpu and the TPU flags."""
+    from bert_tf.training.strategy import create_strategy, resolve_strategy_name
+
+    name = resolve_strategy_name(FLAGS.strategy, FLAGS.use_tpu)
+    return create_strategy(
+        name, tpu_name=FLAGS.tpu_name, tpu_zone=FLAGS.tpu_zone, gcp_project=FLAGS.gcp_project,
+        master=FLAGS.master, num_tpu_cores=FLAGS.num_tpu_cores,
+    )
+
+
+def resolve_mixed_precision(FLAGS, strategy):  # noqa: N803
+    """--mixed_precision with `auto` resolved for this machine (and a warning where the
+    chosen low precision is not native here)."""
+    from bert_tf.training import precision
+
+    resolve = getattr(precision, "resolve_mixed_precision", None)
+    if resolve is None:
+        return "none" if FLAGS.mixed_precision == "auto" else FLAGS.mixed_precision
+    return resolve(FLAGS.mixed_precision, strategy)
+
+
+def trainer_kwargs(FLAGS, strategy):  # noqa: N803
+    """`TrainerOptions` fields from the shared flags (and the original's common ones)."""
+    return dict(
+        output_dir=FLAGS.output_dir,
+        init_checkpoint=FLAGS.init_checkpoint,
+        train_batch_size=FLAGS.train_batch_size,
+        learning_rate=FLAGS.learning_rate,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        iterations_per_loop=FLAGS.iterations_per_loop,
+        shuffle_buffer_size=FLAGS.shuffle_buffer_size,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        seed=FLAGS.seed,
+        mixed_precision=resolve_mixed_precision(FLAGS, strategy),
+        use_xla=FLAGS.use_xla,
+        fused_optimizer=FLAGS.fused_optimizer,
+        optimizer=FLAGS.optimizer,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        initial_loss_scale=FLAGS.initial_loss_scale,
+    )

@@ -1,0 +1,54 @@
+"""`BertTaskModel`: the encoder with one fine-tuning head (classifier, SQuAD span, tags)."""
+
+import keras
+
+from bert_tf.config import BertConfig
+from bert_tf.encoder import ENCODER_INPUTS, BertModel, check_inputs
+from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+
+_HEADS = {"ClassifierHead": ClassifierHead, "SpanHead": SpanHead,
+          "TokenClassifierHead": TokenClassifierHead}
+
+
+class BertTaskModel(keras.Model):
+    """`BertModel` (`self.bert`) plus `head` (`self.head`), a layer of `bert_tf.heads`.
+
+    Call with a dict of int tensors `input_ids`, `input_mask`, `segment_ids` [B, S] (other keys
+    are ignored). Returns the encoder's outputs (`embedding_output`, `all_encoder_layers`,
+    `sequence_output`, `pooled_output`) updated with the head's (e.g. `logits` [B, C]).
+    All variables exist once the model is constructed; their checkpoint names are in
+    `bert_tf.checkpoints`.
+    """
+
+    def __init__(self, config, head, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        if isinstance(head, dict):
+            head = _HEADS[head["class_name"]].from_config(head["config"])
+        kwargs.setdefault("name", "bert_task")
+        super().__init__(**kwargs)
+        self.config = config
+        self.bert = BertModel(config, name="bert")
+        self.head = head
+        self.build()
+
+    def build(self, input_shape=None):
+        self.head.build()
+        self.built = True
+
+    def call(self, inputs, training=False):
+        check_inputs(inputs, ENCODER_INPUTS, type(self).__name__)
+        outputs = dict(self.bert(inputs, training=training))
+        outputs.update(self.head(outputs, training=training))
+        return outputs
+
+    def get_config(self):
+        return {
+            "config": self.config.to_dict(),
+            "head": {"class_name": type(self.head).__name__, "config": self.head.get_config()},
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

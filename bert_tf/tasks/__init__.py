@@ -1,0 +1,1 @@
+"""The tasks of the trainer: pretraining, classification, SQuAD, tagging (one module each)."""

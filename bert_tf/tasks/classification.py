@@ -1,0 +1,301 @@
+"""Sentence (pair) classification and regression as a task of the trainer: the original
+`run_classifier.py` (REFERENCE.md §11, FINETUNING.md §1).
+
+`ClassificationTask` gives the trainer the encoder + `ClassifierHead` (`output_weights`
+[num_labels, H] and `output_bias` [num_labels] at the top level of the checkpoint), the records
+of `bert_tf.data.classifier`, the loss (mean per-example cross-entropy; for a regression task
+such as STS-B one output and the mean squared error) and the eval metrics; `run` is what
+run_classifier.py does: records, train, eval, predict, and the original's output files.
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from bert_tf import classifier_metrics, tokenization
+from bert_tf.data import classifier as data
+from bert_tf.heads import ClassifierHead
+from bert_tf.models import BertTaskModel
+from bert_tf.training import metrics
+from bert_tf.training.task import Task
+from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+
+
+class ClassifierError(TrainingError):
+    """Flags or files that do not make a valid run_classifier.py run; the message says which."""
+
+
+class ClassificationTask(Task):
+    """Classification (or regression) of `[CLS] a [SEP] (b [SEP])` from the pooled output.
+
+    Args:
+      task_name: the processor's name (saved with the checkpoints).
+      label_list: the labels (index = label id), or None for a regression task.
+      max_seq_length: the records' sequence length.
+      dropout_rate: dropout on the pooled output in training (the original's fixed 0.1).
+    """
+
+    step_keys = ("total_loss",)
+    log_names = ("loss",)
+    eval_per_example_keys = ("per_example_loss", "logits", "label_ids", "is_real_example")
+
+    def __init__(self, task_name, label_list, max_seq_length, dropout_rate=0.1):
+        self.task_name = task_name
+        self.label_list = None if label_list is None else list(label_list)
+        self.is_regression = label_list is None
+        self.num_labels = 1 if self.is_regression else len(self.label_list)
+        self.max_seq_length = max_seq_length
+        self.dropout_rate = dropout_rate
+        self.name = f"classifier:{task_name}"
+
+    def describe(self):
+        return {"task": self.name, "labels": self.label_list, "num_labels": self.num_labels}
+
+    def build_model(self, config):
+        head = ClassifierHead(self.num_labels, config.hidden_size, config.initializer_range,
+                              dropout_rate=self.dropout_rate, name="classifier")
+        return BertTaskModel(config, head, name="bert_classifier")
+
+    def feature_spec(self, is_training):
+        """The records of `bert_tf.data.classifier` (the original's features; `label_ids` is
+        a float for a regression task)."""
+        ints = dict(input_ids=[self.max_seq_length], input_mask=[self.max_seq_length],
+                    segment_ids=[self.max_seq_length], is_real_example=[])
+        spec = {name: tf.io.FixedLenFeature(shape, tf.int64) for name, shape in ints.items()}
+        spec["label_ids"] = tf.io.FixedLenFeature(
+            [], tf.float32 if self.is_regression else tf.int64)
+        return spec
+
+    def per_example_loss(self, outputs, features):
+        """float32 [B]: -log p(label), or (prediction - label)^2 for regression."""
+        if self.is_regression:
+            labels = tf.cast(features["label_ids"], tf.float32)
+            return tf.square(outputs["logits"][:, 0] - labels)
+        labels = tf.cast(tf.reshape(features["label_ids"], [-1]), tf.int32)
+        return -tf.gather(outputs["log_probs"], labels, batch_dims=1)
+
+    def compute_loss(self, outputs, features, normalizers):
+        # The original's loss is the batch mean; here each replica's share of it.
+        per_example = self.per_example_loss(outputs, features)
+        return {"total_loss": tf.reduce_sum(per_example) / normalizers[0]}
+
+    def eval_outputs(self, outputs, features, losses, normalizers):
+        return {
+            "per_example_loss": self.per_example_loss(outputs, features),
+            "logits": outputs["logits"],
+            "label_ids": features["label_ids"],
+            "is_real_example": tf.cast(features["is_real_example"], tf.float32),
+        }
+
+    def finalize_eval(self, batches, global_step):
+        """The original's eval_results.txt keys (eval_accuracy, eval_loss, global_step, loss;
+        a regression task has no eval_accuracy) plus the metrics users report for the task
+        (`classifier_metrics.task_metrics`)."""
+        weights = np.concatenate([b["is_real_example"] for b in batches]).astype(np.float64)
+        losses = np.concatenate([b["per_example_loss"] for b in batches]).astype(np.float64)
+        logits = np.concatenate([b["logits"] for b in batches])
+        labels = np.concatenate([b["label_ids"] for b in batches])
+        # The Estimator's `loss`: the mean over batches of each batch's mean loss (the
+        # original's last batch is partial; here it is padded, and the padding weighed out).
+        batch_means = []
+        for b in batches:
+            w = b["is_real_example"].astype(np.float64)
+            if w.sum():
+                batch_means.append((w * b["per_example_loss"]).sum() / w.sum())
+        total = weights.sum()
+        results = {
+            "eval_loss": np.float32((weights * losses).sum() / total),
+            "global_step": int(global_step),
+            "loss": np.float32(np.mean(batch_means)),
+        }
+        real = weights > 0
+        if self.is_regression:
+            predictions = logits[real, 0]
+        else:
+            predictions = np.argmax(logits[real], axis=-1)
+            results["eval_accuracy"] = np.float32(
+                (predictions == labels[real]).sum() / total)
+        results.update(classifier_metrics.task_metrics(self.task_name, labels[real],
+                                                       predictions))
+        return results
+
+    def predict_outputs(self, outputs, features):
+        values = {"is_real_example": features["is_real_example"]}
+        if self.is_regression:
+            values["predictions"] = outputs["logits"][:, 0]
+        else:
+            values["probabilities"] = outputs["probabilities"]
+        return values
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassifierOptions(TrainerOptions):
+    """run_classifier.py's flags (the original's names and defaults, REFERENCE.md §11), plus
+    the trainer's. num_train_steps and num_warmup_steps are derived from the training set."""
+
+    data_dir: str
+    task_name: str
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    predict_batch_size: int = 8
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    # Dropout on the pooled output in training; the original fixes it at 0.1.
+    classifier_dropout: float = 0.1
+    # The custom task's label list (comma list); default: the training file's sorted labels.
+    labels: str | None = None
+    learning_rate: float = 5e-5
+    num_train_steps: int = 1
+    num_warmup_steps: int = 0
+
+    def problems(self, config):
+        problems = super().problems(config)
+        for name in ("max_seq_length", "predict_batch_size"):
+            if getattr(self, name) <= 0:
+                problems.append(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.max_seq_length > config.max_position_embeddings:
+            problems.append(
+                f"Cannot use sequence length {self.max_seq_length} because the BERT model was "
+                f"only trained up to sequence length {config.max_position_embeddings} "
+                f"(--max_seq_length > max_position_embeddings of the bert config)")
+        if not 0 <= self.classifier_dropout < 1:
+            problems.append(f"--classifier_dropout must be in [0, 1), got "
+                            f"{self.classifier_dropout}")
+        if self.num_train_epochs <= 0:
+            problems.append(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion <= 1:
+            problems.append(f"--warmup_proportion must be in [0, 1], got "
+                            f"{self.warmup_proportion}")
+        return problems
+
+
+def _records(output_file, examples, label_list, options, tokenizer, input_file):
+    """Writes the records of `examples` to `output_file` unless it already holds exactly
+    them (the same input file, flags and vocab, per its sidecar); returns the file."""
+    meta = data.records_meta(options.task_name.lower(), [input_file], options.max_seq_length,
+                             options.vocab_file, options.do_lower_case, label_list)
+    if data.records_are_current(output_file, meta):
+        logging.info("Reusing %s (made from the same files and flags)", output_file)
+        return output_file
+    logging.info("Writing %d examples to %s", len(examples), output_file)
+    data.write_classifier_records(examples, label_list, options.max_seq_length, tokenizer,
+                                  output_file, meta=meta)
+    return output_file
+
+
+def write_test_results(path, rows):
+    """test_results.tsv as the original: one line per real example, its class probabilities
+    (or regression score) as `str(np.float32)` joined by tabs. Written whole or not at all."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        for row in rows:
+            f.write(classifier_metrics.format_probabilities_line(row))
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+    return path
+
+
+def _split_suffix(split, default):
+    """"" for the task's default dev split, else e.g. "_mismatched" for MNLI's
+    `dev_mismatched` (results keys `eval_accuracy_mismatched`, eval_mismatched.tf_record)."""
+    return "" if split == default else "_" + split.removeprefix("dev_")
+
+
+def run(config, options, strategy=None, do_train=False, do_eval=False, do_predict=False,
+        step_callback=None):
+    """What run_classifier.py does: its start-up checks in its order, then train, eval (every
+    dev split of the task: MNLI's matched and mismatched) and predict. Returns a dict:
+    `checkpoint` (last prefix or None), `eval_results` (dict or None), `test_results` (path
+    or None)."""
+    if not (do_train or do_eval or do_predict):
+        raise ClassifierError(
+            "At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    try:
+        tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+                                                      options.init_checkpoint)
+    except ValueError as e:
+        raise ClassifierError(str(e)) from None
+    options.validate(config)
+    tf.io.gfile.makedirs(options.output_dir)
+    processor = data.get_processor(options.task_name, labels=options.labels)
+    if do_predict and not processor.test_splits:
+        processor.get_test_examples(options.data_dir)  # raises, saying why
+    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    label_list = processor.get_labels(options.data_dir)
+    data_dir, output_dir = options.data_dir, options.output_dir
+
+    train_examples = None
+    if do_train:
+        train_examples = processor.get_train_examples(data_dir)
+        steps, warmup = data.num_train_steps_and_warmup(
+            len(train_examples), options.train_batch_size, options.num_train_epochs,
+            options.warmup_proportion)
+        if steps <= 0:
+            raise ClassifierError(
+                f"{processor.input_file(data_dir, 'train')}: {len(train_examples)} training "
+                f"examples with --train_batch_size={options.train_batch_size} and "
+                f"--num_train_epochs={options.num_train_epochs} make 0 training steps")
+        options = dataclasses.replace(options, num_train_steps=steps, num_warmup_steps=warmup)
+
+    task = ClassificationTask(processor.task_name, label_list, options.max_seq_length,
+                              dropout_rate=options.classifier_dropout)
+    trainer = Trainer(config, task, options, strategy)
+    out = {"checkpoint": None, "eval_results": None, "test_results": None}
+    if do_train:
+        train_file = _records(os.path.join(output_dir, "train.tf_record"), train_examples,
+                              label_list, options, tokenizer,
+                              processor.input_file(data_dir, "train"))
+        logging.info("***** Running training *****")
+        logging.info("  Num examples = %d", len(train_examples))
+        logging.info("  Batch size = %d", options.train_batch_size)
+        logging.info("  Num steps = %d", options.num_train_steps)
+        out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
+    else:
+        out["checkpoint"] = trainer.restore(weights_only=True)
+        if out["checkpoint"] is None and not options.init_checkpoint:
+            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
+                            "randomly initialized weights")
+
+    if do_eval:
+        results = {}
+        for split in processor.dev_splits:
+            suffix = _split_suffix(split, processor.dev_splits[0])
+            examples = processor.get_dev_examples(data_dir, split)
+            eval_file = _records(os.path.join(output_dir, f"eval{suffix}.tf_record"), examples,
+                                 label_list, options, tokenizer,
+                                 processor.input_file(data_dir, split))
+            logging.info("***** Running evaluation *****")
+            logging.info("  Num examples = %d (%d actual, %d padding)", len(examples),
+                         len(examples), 0)
+            logging.info("  Batch size = %d", options.eval_batch_size)
+            split_results = trainer.evaluate([eval_file], pad_final_batch=True,
+                                             results_file=None)
+            if suffix:
+                split_results = {f"{k}{suffix}": v for k, v in split_results.items()
+                                 if k.startswith("eval_")}
+            results.update(split_results)
+        logging.info("Wrote %s", metrics.write_eval_results(output_dir, results))
+        out["eval_results"] = results
+
+    if do_predict:
+        split = processor.test_splits[0]
+        examples = processor.get_test_examples(data_dir, split)
+        predict_file = _records(os.path.join(output_dir, "predict.tf_record"), examples,
+                                label_list, options, tokenizer,
+                                processor.input_file(data_dir, split))
+        logging.info("***** Running prediction*****")
+        logging.info("  Num examples = %d (%d actual, %d padding)", len(examples),
+                     len(examples), 0)
+        logging.info("  Batch size = %d", options.predict_batch_size)
+        key = "predictions" if task.is_regression else "probabilities"
+        rows = []
+        for batch in trainer.predict([predict_file], options.predict_batch_size):
+            rows.extend(batch[key][batch["is_real_example"] > 0])
+        if len(rows) != len(examples):
+            raise AssertionError(f"{len(rows)} predictions for {len(examples)} examples")
+        out["test_results"] = write_test_results(
+            os.path.join(output_dir, "test_results.tsv"), rows)
+        logging.info("Wrote %s", out["test_results"])
+    return out

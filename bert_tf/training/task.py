@@ -1,0 +1,86 @@
+"""What a task (pretraining, classification, SQuAD, tagging) gives the task-agnostic trainer.
+
+The trainer (`bert_tf.training.trainer.Trainer`) owns the strategy, the step, precision, the
+optimizer, checkpoints, resume, logs and the eval/predict loops; a `Task` owns everything that
+depends on what is being learned: the model (encoder + head), the records, the loss, the eval
+metrics and the predict outputs.
+
+Losses are computed as shares of the GLOBAL batch: the trainer all-reduces the task's
+`local_normalizers` (e.g. the number of sequences, the masked-LM weight sum) before the loss,
+so summing the task's loss over replicas and gradient-accumulation micro-batches gives exactly
+the loss of the whole batch on one device.
+"""
+
+import tensorflow as tf
+
+
+class Task:
+    """Base class of the tasks. Subclasses set the class attributes and override the methods.
+
+    Attributes:
+      name: the task's name, saved in output_dir (`task.json`) with `describe()`.
+      step_keys: the loss shares a training step reports (summed over replicas); the first is
+        the loss that is minimised. Each is logged and written to TensorBoard.
+      log_names: short names of `step_keys` for the progress line.
+      eval_per_example_keys: keys of `eval_outputs` that are per-example tensors [B, ...]
+        (gathered over replicas); the other keys are scalars summed over replicas.
+      unused_variable_prefixes: checkpoint names (prefixes) of encoder variables the task's
+        loss does not use, e.g. the pooler under a SQuAD head. As in the original, they get
+        neither updates nor optimizer slots.
+    """
+
+    name = "task"
+    step_keys = ("total_loss",)
+    log_names = ("loss",)
+    eval_per_example_keys = ()
+    unused_variable_prefixes = ()
+
+    def build_model(self, config):
+        """The keras.Model (encoder `model.bert` + head) of this task; variables created."""
+        raise NotImplementedError
+
+    def describe(self):
+        """What makes a checkpoint of this task (name, labels...): a JSON-able dict."""
+        return {"task": self.name}
+
+    def feature_spec(self, is_training):
+        """{feature name: tf.io.FixedLenFeature} of the task's TFRecords."""
+        raise NotImplementedError
+
+    def local_normalizers(self, features):
+        """float32 [K] of this replica's additive batch statistics (the trainer all-reduces
+        them); by default the number of sequences."""
+        return tf.reshape(tf.cast(tf.shape(features["input_ids"])[0], tf.float32), [1])
+
+    def compute_loss(self, outputs, features, normalizers):
+        """dict with every `step_keys` entry: this replica's share of the global batch's loss.
+
+        Args:
+          outputs: the model's outputs dict.
+          features: the replica's batch.
+          normalizers: float32 [K], `local_normalizers` summed over the global batch.
+        """
+        raise NotImplementedError
+
+    def eval_outputs(self, outputs, features, losses, normalizers):
+        """dict of tensors for the eval metrics of one batch (see `eval_per_example_keys`)."""
+        raise NotImplementedError
+
+    def finalize_eval(self, batches, global_step):
+        """The eval results dict (written sorted to eval_results.txt).
+
+        Args:
+          batches: list, one dict per eval batch of numpy values: the summed scalars and the
+            per-example arrays of `eval_outputs`.
+          global_step: the step of the evaluated weights.
+        """
+        raise NotImplementedError
+
+    def predict_outputs(self, outputs, features):
+        """dict of per-example tensors [B, ...] a prediction returns."""
+        raise NotImplementedError
+
+    def step_log(self, means):
+        """The task's part of the progress line, from the mean of each step key."""
+        return "  ".join(f"{name} {means[key]:.4f}" for key, name in
+                         zip(self.step_keys, self.log_names))

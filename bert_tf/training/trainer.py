@@ -1,0 +1,810 @@
+"""The task-agnostic trainer: training, eval and predict of any `Task` on tf.distribute.
+
+`Trainer` owns the model of its task, the optimizer and `global_step` (all created inside the
+strategy's scope), runs `iterations_per_loop` steps inside one `tf.function` call, and does the
+host work (progress log, TensorBoard, checkpoints) between calls. It knows nothing of BERT's
+heads: the task (`bert_tf.training.task.Task`) supplies the model, the records, the loss, the
+eval metrics and the predict outputs. Checkpoints are `output_dir/model.ckpt-N` in the
+original names, readable by any tool built for Google's release; beside each one,
+`model.ckpt-N.input-<worker>-of-<workers>` holds the input stream's position and the dropout
+RNG state, so a restarted run continues exactly where the checkpoint was taken.
+
+One training step (`_replica_train_step`, in replica context):
+  1. the task's normalizers of the GLOBAL batch (all-reduced; e.g. the number of sequences),
+     so each replica's loss is its share of the global batch's loss;
+  2. gradients of that share, summed over replicas -> the single-device gradient; with
+     gradient_accumulation_steps=K the replica's batch is cut into K micro-batches in-graph and
+     their gradients summed (the normalisers of step 1 cover the whole global batch, so the
+     sum is the gradient of the whole batch); with fp16 the loss is scaled and the gradients
+     unscaled (`precision.DynamicLossScale`);
+  3. clipping by global norm 1.0, then AdamWeightDecay (or LAMB) with lr(global_step), skipped
+     when fp16 gradients are not finite; global_step += 1.
+With use_xla, step 2 (forward and backward over the micro-batches) is compiled with
+jit_compile=True, as is the eval forward pass; the all-reduces and the optimizer's merge_call
+stay outside the compiled function (XLA cannot hold them under every strategy), and each
+variable's update is compiled on its own (as with fused_optimizer).
+"""
+
+import dataclasses
+import json
+import math
+import os
+import re
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import checkpoints
+from bert_tf.checkpoints import CheckpointError
+from bert_tf.config import BertConfig
+from bert_tf.training import input_pipeline, metrics, precision
+from bert_tf.training.input_pipeline import InputError, first_line
+from bert_tf.training.lamb import Lamb
+from bert_tf.training.optimizer import AdamWeightDecay, clip_by_global_norm
+from bert_tf.training.schedule import WarmupLinearDecay
+from bert_tf.training.strategy import worker_info
+from bert_tf.training.summaries import ScalarWriter
+
+CHECKPOINT_BASENAME = "model.ckpt"
+# Written beside the checkpoints: which task (and label set) they belong to.
+TASK_FILE = "task.json"
+# The config keys that decide the variables' shapes: a checkpoint of a config differing in one
+# of them belongs to another model.
+_ARCHITECTURE_KEYS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "intermediate_size", "max_position_embeddings", "type_vocab_size",
+)
+
+
+class TrainingError(ValueError):
+    """Flags or files that do not make a valid training run; the message says which."""
+
+
+OPTIMIZERS = {"adamw": AdamWeightDecay, "lamb": Lamb}
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainerOptions:
+    """The settings every task's run shares; the original's flag names and defaults."""
+
+    output_dir: str
+    init_checkpoint: str | None = None
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    shuffle_buffer_size: int = 100
+    keep_checkpoint_max: int = 5
+    seed: int | None = 12345
+    clip_norm: float = 1.0
+    weight_decay_rate: float = 0.01
+    # Each variable's optimizer update compiled into one XLA kernel (implied by use_xla):
+    # faster; equal to the op-by-op update up to float32 rounding (XLA may contract
+    # multiply-adds), not bit for bit.
+    fused_optimizer: bool = False
+    mixed_precision: str = "none"          # none | bf16 | fp16
+    use_xla: bool = False                  # jit_compile the forward/backward and eval passes
+    optimizer: str = "adamw"               # adamw | lamb
+    gradient_accumulation_steps: int = 1   # micro-batches per optimizer step
+    # With init_checkpoint: also continue its optimizer slots, global_step (hence the
+    # learning-rate schedule) and loss scale, instead of fresh ones.
+    init_optimizer_state: bool = False
+    initial_loss_scale: float = 2.0 ** 15
+    loss_scale_growth_interval: int = 2000
+
+    _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
+                 "save_checkpoints_steps", "iterations_per_loop")
+    _NON_NEGATIVE = ("num_warmup_steps", "shuffle_buffer_size", "keep_checkpoint_max")
+
+    def problems(self, config):
+        """The list of what is wrong with these settings for `config` (empty if nothing)."""
+        problems = []
+        for name in self._POSITIVE:
+            if getattr(self, name) <= 0:
+                problems.append(f"--{name} must be positive, got {getattr(self, name)}")
+        for name in self._NON_NEGATIVE:
+            if getattr(self, name) < 0:
+                problems.append(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.mixed_precision not in precision.POLICIES:
+            problems.append(f"--mixed_precision={self.mixed_precision!r}: expected one of "
+                            f"{', '.join(precision.POLICIES)}")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"--optimizer={self.optimizer!r}: expected one of "
+                            f"{', '.join(OPTIMIZERS)}")
+        if self.gradient_accumulation_steps <= 0:
+            problems.append("--gradient_accumulation_steps must be positive, got "
+                            f"{self.gradient_accumulation_steps}")
+        elif self.train_batch_size % self.gradient_accumulation_steps:
+            problems.append(
+                f"--train_batch_size={self.train_batch_size} is not divisible by "
+                f"--gradient_accumulation_steps={self.gradient_accumulation_steps}"
+            )
+        if self.init_optimizer_state and not self.init_checkpoint:
+            problems.append("--init_optimizer_state needs --init_checkpoint (the checkpoint "
+                            "whose optimizer state and global_step to continue)")
+        if not self.initial_loss_scale > 0 or self.loss_scale_growth_interval <= 0:
+            problems.append("the initial loss scale and its growth interval must be positive")
+        if self.learning_rate <= 0:
+            problems.append(f"--learning_rate must be positive, got {self.learning_rate}")
+        return problems
+
+    def validate(self, config):
+        problems = self.problems(config)
+        if problems:
+            raise TrainingError("; ".join(problems))
+
+
+def _checkpoint_step(path):
+    """N of `.../model.ckpt-N` or of any file `model.ckpt-N.<suffix>`, else None."""
+    match = re.match(rf"{re.escape(CHECKPOINT_BASENAME)}-(\d+)(?:[._]|$)", os.path.basename(path))
+    return int(match.group(1)) if match else None
+
+
+def _format_duration(seconds):
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def _normalizer_vector(normalizers):
+    if len(normalizers) == 1:
+        return normalizers[0]
+    return tf.stack([tf.cast(n, tf.float32) for n in normalizers])
+
+
+class Trainer:
+    """Training, eval and predict of `task`'s model under a tf.distribute strategy.
+
+    Args:
+      config: the `BertConfig`.
+      task: a `bert_tf.training.task.Task`.
+      options: `TrainerOptions` (or a subclass).
+      strategy: a tf.distribute.Strategy (default: TensorFlow's default strategy).
+    """
+
+    def __init__(self, config, task, options, strategy=None):
+        self.config = config
+        self.task = task
+        self.options = options
+        self.strategy = strategy or tf.distribute.get_strategy()
+        options.validate(config)
+        self.worker_index, self.num_workers, self.is_chief = worker_info(self.strategy)
+        if options.seed is not None:
+            keras.utils.set_random_seed(options.seed)
+        self.schedule = WarmupLinearDecay(
+            options.learning_rate, options.num_train_steps, options.num_warmup_steps
+        )
+        replicas = self.strategy.num_replicas_in_sync
+        accumulation = options.gradient_accumulation_steps
+        if options.train_batch_size % (replicas * accumulation):
+            raise TrainingError(
+                f"--train_batch_size={options.train_batch_size} must be divisible by the "
+                f"{replicas} replica(s) x --gradient_accumulation_steps={accumulation}"
+            )
+        with self.strategy.scope():
+            with precision.dtype_policy(options.mixed_precision):
+                self.model = task.build_model(config)
+            self.loss_scale = None
+            if options.mixed_precision == "fp16":
+                self.loss_scale = precision.DynamicLossScale(
+                    options.initial_loss_scale, options.loss_scale_growth_interval)
+            self.global_step = tf.Variable(
+                0, dtype=tf.int64, trainable=False, name="global_step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+            table = checkpoints.original_variable_map(self.model)
+            # As the original optimizer skips variables without a gradient (e.g. the pooler
+            # under a SQuAD head), they get no update and no optimizer slots.
+            self.variable_names = [
+                name for name, var in table.items()
+                if var.trainable and not name.startswith(task.unused_variable_prefixes)
+            ]
+            self.train_variables = [table[name] for name in self.variable_names]
+            self.optimizer = OPTIMIZERS[options.optimizer](
+                weight_decay_rate=options.weight_decay_rate,
+                jit_compile=options.fused_optimizer or options.use_xla)
+            # Slots must exist before the first traced step (MirroredStrategy cannot create
+            # variables inside a replica function).
+            self.optimizer.build(dict(zip(self.variable_names, self.train_variables)))
+        covered = {id(v) for v in table.values()}
+        missing = [v.path for v in self.model.trainable_variables if id(v) not in covered]
+        if missing:
+            raise AssertionError(f"trainable variables without an original name: {missing}")
+        # Dropout RNG states: saved beside checkpoints so a resumed run draws the same masks.
+        named = {id(v) for v in self.model.weights}
+        self.rng_states = [v for v in self.model.variables if id(v) not in named]
+        self._summary_writers = {}
+        self._gradients_fn = self._compute_gradients
+        self._eval_fn = self._eval_outputs
+        self._predict_fn = self._predict_outputs
+        if options.use_xla:
+            self._gradients_fn = tf.function(self._compute_gradients, jit_compile=True)
+            self._eval_fn = tf.function(self._eval_outputs, jit_compile=True)
+            self._predict_fn = tf.function(self._predict_outputs, jit_compile=True)
+
+    # -- steps ---------------------------------------------------------------------------
+    def _global_normalizers(self, features):
+        ctx = tf.distribute.get_replica_context()
+        local = tf.cast(self.task.local_normalizers(features), tf.float32)
+        return ctx.all_reduce(tf.distribute.ReduceOp.SUM, local)
+
+    def _micro_batch_gradients(self, features, *normalizers):
+        """The task's loss shares [len(step_keys)] of `features` in the global batch, and the
+        gradients of the first (multiplied by the loss scale under fp16).
+
+        `normalizers`: the global batch's normalizer vector [K], or its K entries as
+        separate scalars."""
+        normalizers = _normalizer_vector(normalizers)
+        with tf.GradientTape() as tape:
+            outputs = self.model(features, training=True)
+            losses = self.task.compute_loss(outputs, features, normalizers)
+            loss = losses[self.task.step_keys[0]]
+            if self.loss_scale is not None:
+                loss = self.loss_scale.scale_loss(loss)
+        grads = tape.gradient(loss, self.train_variables)
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        unused = [n for n, g in zip(self.variable_names, grads) if g is None]
+        if unused:
+            raise AssertionError(
+                f"the {self.task.name} loss does not depend on {unused}: list them in the "
+                "task's unused_variable_prefixes")
+        shares = tf.stack([tf.cast(losses[k], tf.float32) for k in self.task.step_keys])
+        return shares, grads
+
+    def _compute_gradients(self, features, *normalizers):
+        """Loss shares and (scaled) gradients of one replica's batch, summed over its
+        gradient_accumulation_steps micro-batches (`normalizers` as _micro_batch_gradients)."""
+        normalizers = _normalizer_vector(normalizers)
+        steps = self.options.gradient_accumulation_steps
+        if steps == 1:
+            return self._micro_batch_gradients(features, normalizers)
+        batch = features["input_ids"].shape[0]
+        if batch is None:
+            batch = tf.shape(features["input_ids"])[0]
+        micro = batch // steps
+
+        def body(i, shares, grads):
+            part = {k: v[i * micro:(i + 1) * micro] for k, v in features.items()}
+            part_shares, part_grads = self._micro_batch_gradients(part, normalizers)
+            return (i + 1, shares + part_shares,
+                    [g + p for g, p in zip(grads, part_grads)])
+
+        zeros = [tf.zeros(v.shape, tf.float32) for v in self.train_variables]
+        _, shares, grads = tf.while_loop(
+            lambda i, *_: i < steps, body,
+            (tf.constant(0), tf.zeros([len(self.task.step_keys)]), zeros),
+            parallel_iterations=1,
+        )
+        return shares, grads
+
+    def _replica_train_step(self, features):
+        normalizers = self._global_normalizers(features)
+        shares, grads = self._gradients_fn(features, normalizers)
+        ctx = tf.distribute.get_replica_context()
+        if self.strategy.num_replicas_in_sync > 1:
+            grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        should_apply = None
+        if self.loss_scale is not None:
+            loss_scale = self.loss_scale.scale.read_value()
+            grads = self.loss_scale.unscale(grads)
+            # Summed over replicas first: every replica takes the same decision.
+            should_apply = self.loss_scale.all_finite(grads)
+        grads, grad_norm = clip_by_global_norm(grads, self.options.clip_norm)
+        learning_rate = self.schedule(self.global_step)
+        with tf.control_dependencies([learning_rate]):
+            update = self.optimizer.apply_gradients(
+                grads, learning_rate, step=self.global_step + 1, should_apply=should_apply)
+        after = [update]
+        if self.loss_scale is not None:
+            with tf.control_dependencies([update]):
+                after.append(self.loss_scale.update(should_apply))
+        with tf.control_dependencies(after):
+            self.global_step.assign_add(1)
+        values = {key: shares[i] for i, key in enumerate(self.task.step_keys)}
+        values["learning_rate"] = learning_rate
+        values["grad_norm"] = grad_norm
+        if self.loss_scale is not None:
+            values["loss_scale"] = loss_scale
+        return values
+
+    def make_train_function(self, stream):
+        """tf.function(num_steps) running `num_steps` steps on batches of `stream` (an
+        `input_pipeline.InputStream`, or any object whose `get_next()` returns a global batch
+        as per-replica values); returns a dict of float32 [num_steps] arrays: the task's
+        `step_keys` (global batch), learning_rate, grad_norm (and loss_scale under fp16)."""
+        strategy = self.strategy
+        sum_keys = self.task.step_keys
+        keys = sum_keys + ("learning_rate", "grad_norm")
+        if self.loss_scale is not None:
+            keys += ("loss_scale",)  # the scale the step used
+
+        @tf.function
+        def train_steps(num_steps):
+            arrays = tuple(tf.TensorArray(tf.float32, size=num_steps) for _ in keys)
+            for i in tf.range(num_steps):
+                per_replica = strategy.run(self._replica_train_step, args=(stream.get_next(),))
+                values = []
+                for k in keys:
+                    if k in sum_keys:
+                        values.append(strategy.reduce(
+                            tf.distribute.ReduceOp.SUM, per_replica[k], axis=None))
+                    else:  # identical on every replica
+                        values.append(strategy.experimental_local_results(per_replica[k])[0])
+                # Reassigned whole so autograph carries it as a loop variable.
+                arrays = tuple(a.write(i, v) for a, v in zip(arrays, values))
+            return {k: a.stack() for k, a in zip(keys, arrays)}
+
+        return train_steps
+
+    def _eval_outputs(self, features, normalizers):
+        outputs = self.model(features, training=False)
+        losses = self.task.compute_loss(outputs, features, normalizers)
+        return self.task.eval_outputs(outputs, features, losses, normalizers)
+
+    def _replica_eval_step(self, features):
+        return self._eval_fn(features, self._global_normalizers(features))
+
+    def _gather_or_sum(self, per_replica, per_example_keys):
+        """Per-example values concatenated over replicas (global batch order); the rest
+        summed."""
+        out = {}
+        for k, v in per_replica.items():
+            if k in per_example_keys:
+                out[k] = self.strategy.gather(v, axis=0)
+            else:
+                out[k] = self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+        return out
+
+    def make_eval_function(self, stream):
+        """tf.function() evaluating the next batch of `stream`; returns the task's
+        `eval_outputs` (scalars summed over replicas, per-example values gathered). Raises
+        OutOfRangeError at the end of the data."""
+        strategy = self.strategy
+        per_example_keys = self.task.eval_per_example_keys
+
+        @tf.function
+        def eval_step():
+            per_replica = strategy.run(self._replica_eval_step, args=(stream.get_next(),))
+            return self._gather_or_sum(per_replica, per_example_keys)
+
+        return eval_step
+
+    def _predict_outputs(self, features):
+        outputs = self.model(features, training=False)
+        return self.task.predict_outputs(outputs, features)
+
+    def make_predict_function(self, stream):
+        """tf.function() predicting the next batch of `stream`: the task's
+        `predict_outputs`, gathered over replicas. Raises OutOfRangeError at the end."""
+        strategy = self.strategy
+
+        @tf.function
+        def predict_step():
+            per_replica = strategy.run(self._predict_fn, args=(stream.get_next(),))
+            return {k: strategy.gather(v, axis=0) for k, v in per_replica.items()}
+
+        return predict_step
+
+    def _min_batches_over_workers(self, stream):
+        local = int(stream.dataset.reduce(np.int64(0), lambda count, _: count + 1).numpy())
+        total = self.strategy.reduce(
+            tf.distribute.ReduceOp.SUM,
+            self.strategy.run(lambda: tf.constant(float(local))), axis=None,
+        )
+        total_batches = int(round(float(total) / max(1, stream.local_replicas or 1)))
+        # Batches are dealt round-robin, so the worker with fewest has floor(total / workers).
+        return total_batches // self.num_workers
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def _input_state_prefix(self, prefix):
+        return f"{prefix}.input-{self.worker_index}-of-{self.num_workers}"
+
+    def _input_checkpoint(self, stream):
+        kwargs = {"iterator": stream.iterator}
+        if self.rng_states:
+            kwargs["rng_states"] = [v.value if hasattr(v, "value") else v for v in self.rng_states]
+        return tf.train.Checkpoint(**kwargs)
+
+    def _check_output_dir_task(self, latest):
+        path = os.path.join(self.options.output_dir, TASK_FILE)
+        if not tf.io.gfile.exists(path):
+            return
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                saved = json.load(f)
+        except (ValueError, tf.errors.OpError):
+            return
+        if saved != self.task.describe():
+            raise TrainingError(
+                f"--output_dir={self.options.output_dir} holds checkpoints of another task "
+                f"({latest}; {path}: {json.dumps(saved, sort_keys=True)}, this run: "
+                f"{json.dumps(self.task.describe(), sort_keys=True)}): use a new --output_dir"
+            )
+
+    def _write_task_file(self):
+        path = os.path.join(self.options.output_dir, TASK_FILE)
+        if self.is_chief and not tf.io.gfile.exists(path):
+            tmp = f"{path}.tmp-{os.getpid()}"
+            with tf.io.gfile.GFile(tmp, "w") as f:
+                f.write(json.dumps(self.task.describe(), indent=2, sort_keys=True) + "\n")
+            tf.io.gfile.rename(tmp, path, overwrite=True)
+
+    def _check_output_dir_config(self, latest):
+        self._check_output_dir_task(latest)
+        path = os.path.join(self.options.output_dir, checkpoints.CONFIG_FILE)
+        if not tf.io.gfile.exists(path):
+            return
+        try:
+            saved = BertConfig.from_json_file(path)
+        except ValueError:
+            return
+        differing = [
+            f"{k} {getattr(saved, k)} there, {getattr(self.config, k)} here"
+            for k in _ARCHITECTURE_KEYS if getattr(saved, k) != getattr(self.config, k)
+        ]
+        if differing:
+            raise TrainingError(
+                f"--output_dir={self.options.output_dir} holds checkpoints of another model "
+                f"({latest}; {path}: {'; '.join(differing)}): use a new --output_dir, or the "
+                "bert config of that model"
+            )
+
+    def restore(self, weights_only=False):
+        """Loads the latest checkpoint of output_dir (weights, Adam moments, global_step), or
+        else the weights of init_checkpoint. Returns the prefix loaded from output_dir, or None.
+        With weights_only (eval), the Adam moments are not needed."""
+        latest = checkpoints.latest_checkpoint(self.options.output_dir)
+        if latest:
+            self._check_output_dir_config(latest)
+            try:
+                report = checkpoints.load_original_checkpoint(self.model, latest)
+            except CheckpointError as e:
+                raise TrainingError(
+                    f"--output_dir={self.options.output_dir} holds checkpoints of another model "
+                    f"or a damaged one: {e}"
+                ) from None
+            if weights_only:
+                self.global_step.assign(report.global_step or 0)
+                return latest
+            if report.not_in_checkpoint:
+                raise TrainingError(
+                    f"{latest}: not a training checkpoint of this model; it lacks "
+                    f"{', '.join(report.not_in_checkpoint)}"
+                )
+            if report.global_step is None:
+                raise TrainingError(
+                    f"{latest} has no global_step: it is not a training checkpoint (to start "
+                    "from its weights, pass it as --init_checkpoint with a fresh --output_dir)"
+                )
+            try:
+                self.optimizer.set_state(report.slots, source=latest)
+            except ValueError as e:
+                raise TrainingError(str(e)) from None
+            self.global_step.assign(report.global_step)
+            self._restore_loss_scale(latest)
+            logging.info("Resuming from %s at global_step %d", latest, report.global_step)
+            return latest
+        if self.options.init_checkpoint:
+            try:
+                report = checkpoints.load_original_checkpoint(self.model, self.options.init_checkpoint)
+            except CheckpointError as e:
+                raise TrainingError(f"--init_checkpoint: {e}") from None
+            if self.options.init_optimizer_state and not weights_only:
+                self._continue_optimizer_state(report)
+                return None
+            if report.not_in_checkpoint:
+                logging.warning(
+                    "--init_checkpoint %s lacks %s: they keep their random initial values",
+                    report.prefix, ", ".join(report.not_in_checkpoint),
+                )
+            logging.info("Initialized weights from %s (Adam moments and step start at 0)",
+                         report.prefix)
+        return None
+
+    def _restore_loss_scale(self, prefix):
+        if self.loss_scale is not None and not self.loss_scale.set_state_from_checkpoint(prefix):
+            logging.info("%s has no loss scale (not an fp16 run): starting at %g", prefix,
+                         float(self.loss_scale.scale.numpy()))
+
+    def _continue_optimizer_state(self, report):
+        """--init_optimizer_state: the optimizer slots, global_step and loss scale of the
+        init_checkpoint continue (e.g. phase 2 of two-phase pretraining on longer sequences)."""
+        flag = f"--init_checkpoint={self.options.init_checkpoint} with --init_optimizer_state"
+        if report.not_in_checkpoint or report.global_step is None:
+            raise TrainingError(
+                f"{flag}: {report.prefix} is not a training checkpoint of this model (it lacks "
+                f"{', '.join(report.not_in_checkpoint) or 'global_step'}); drop "
+                "--init_optimizer_state to start fresh optimizer state from its weights"
+            )
+        try:
+            self.optimizer.set_state(report.slots, source=report.prefix)
+        except ValueError as e:
+            raise TrainingError(
+                f"{flag} (--optimizer={self.options.optimizer}): {e}") from None
+        self.global_step.assign(report.global_step)
+        self._restore_loss_scale(report.prefix)
+        logging.info("Initialized weights, %s slots and global_step %d from %s",
+                     self.options.optimizer, report.global_step, report.prefix)
+
+    def remove_interrupted_writes(self):
+        """Deletes what a run killed mid-write left in output_dir: temporary files of
+        checkpoint, input-state, state-file and eval-results writes (never complete files)."""
+        if not self.is_chief or not tf.io.gfile.isdir(self.options.output_dir):
+            return
+        patterns = (f"{CHECKPOINT_BASENAME}-*.tmp*", f"{CHECKPOINT_BASENAME}-*_temp*",
+                    f"{checkpoints.STATE_FILE}.tmp*", "eval_results.txt.tmp-*",
+                    f"{TASK_FILE}.tmp-*")
+        for pattern in patterns:
+            for path in tf.io.gfile.glob(os.path.join(self.options.output_dir, pattern)):
+                logging.info("Removing %s, left by an interrupted write", path)
+                if tf.io.gfile.isdir(path):
+                    tf.io.gfile.rmtree(path)
+                else:
+                    tf.io.gfile.remove(path)
+
+    def _restore_input_state(self, prefix, stream):
+        if not stream.checkpointable:
+            logging.warning("The input position is not restored under %s: the input stream "
+                            "starts afresh", type(self.strategy).__name__)
+            return False
+        state = self._input_state_prefix(prefix)
+        if not tf.io.gfile.exists(state + ".index"):
+            others = tf.io.gfile.glob(f"{prefix}.input-*.index")
+            why = ("it was written by a different number of workers" if others
+                   else "it has none (e.g. written by the original run_pretraining.py)")
+            logging.warning(
+                "%s: no input position for this worker (%s); the input stream starts afresh",
+                prefix, why,
+            )
+            return False
+        try:
+            self._input_checkpoint(stream).read(state).assert_existing_objects_matched()
+        except (tf.errors.OpError, AssertionError, ValueError) as e:
+            raise TrainingError(
+                f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
+                "input files or flags (batch size, shuffle_buffer_size, seed) must be those of "
+                "the run that wrote it"
+            ) from None
+        logging.info("Restored the input position from %s", state)
+        return True
+
+    def _barrier(self):
+        if self.num_workers > 1:
+            @tf.function
+            def sync():
+                return self.strategy.reduce(
+                    tf.distribute.ReduceOp.SUM,
+                    self.strategy.run(lambda: tf.constant(1.0)), axis=None,
+                )
+            sync()
+
+    def save(self, stream=None):
+        """Writes output_dir/model.ckpt-<global_step>: the input state file first (every
+        worker), then (chief) the model checkpoint, which also makes it the latest; then prunes
+        to keep_checkpoint_max. Returns the prefix."""
+        step = int(self.global_step.numpy())
+        prefix = os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-{step}")
+        tf.io.gfile.makedirs(self.options.output_dir)
+        if stream is not None and stream.checkpointable:
+            self._input_checkpoint(stream).write(self._input_state_prefix(prefix))
+        self._barrier()
+        if self.is_chief:
+            self._write_task_file()
+            checkpoints.save_original_checkpoint(
+                self.model, prefix, optimizer_state=self.optimizer.get_state(), global_step=step,
+                extra_tensors=self.loss_scale.get_state() if self.loss_scale else None,
+            )
+            self._prune(prefix)
+            logging.info("Saved checkpoint %s", prefix)
+        self._barrier()
+        return prefix
+
+    def _prune(self, latest):
+        keep = self.options.keep_checkpoint_max
+        if not keep:
+            return
+        prefixes = checkpoints.checkpoint_prefixes(self.options.output_dir)
+        kept = prefixes[-keep:]
+        if latest not in kept:
+            kept = kept[1:] + [latest]
+        if len(prefixes) > keep:
+            checkpoints.write_checkpoint_state(self.options.output_dir, latest, kept)
+        # Delete every file of an older step that is not kept: the dropped checkpoints and
+        # anything a run killed mid-prune or mid-save left behind.
+        kept_steps = {_checkpoint_step(p) for p in kept}
+        latest_step = _checkpoint_step(latest)
+        for path in sorted(tf.io.gfile.glob(
+                os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-*")),
+                key=lambda p: not p.endswith(".index")):  # index files first
+            step = _checkpoint_step(path)
+            if step is not None and step < latest_step and step not in kept_steps:
+                if tf.io.gfile.isdir(path):
+                    tf.io.gfile.rmtree(path)
+                else:
+                    tf.io.gfile.remove(path)
+
+    # -- TensorBoard ---------------------------------------------------------------------
+    def _writer(self, name):
+        if not self.is_chief:
+            return None
+        if name not in self._summary_writers:
+            self._summary_writers[name] = ScalarWriter(os.path.join(self.options.output_dir, name))
+        return self._summary_writers[name]
+
+    # -- training ------------------------------------------------------------------------
+    def train(self, input_files, step_callback=None):
+        """Trains from the current global_step (after `restore`) to num_train_steps on the
+        task's records in `input_files`.
+
+        Args:
+          input_files: list of TFRecord files of the task's records.
+          step_callback: optional f(step, values) called for every step with the step index
+            and a dict of floats (the task's step_keys, learning_rate, grad_norm).
+        Returns:
+          the prefix of the last checkpoint written (or of the one resumed from).
+        """
+        opts = self.options
+        self.remove_interrupted_writes()
+        resumed = self.restore()
+        stream = self.input_stream(input_files, opts.train_batch_size, is_training=True)
+        if resumed:
+            self._restore_input_state(resumed, stream)
+        step = int(self.global_step.numpy())
+        last_checkpoint = resumed
+        if step >= opts.num_train_steps:
+            logging.info("global_step %d >= num_train_steps %d: nothing to train", step,
+                         opts.num_train_steps)
+            return last_checkpoint
+        train_function = self.make_train_function(stream)
+        logging.info(
+            "***** Running training *****  steps %d -> %d, global batch %d over %d replica(s)",
+            step, opts.num_train_steps, opts.train_batch_size, self.strategy.num_replicas_in_sync,
+        )
+        writer = self._writer("train")
+        start_time, start_step = time.time(), step
+        while step < opts.num_train_steps:
+            next_save = (step // opts.save_checkpoints_steps + 1) * opts.save_checkpoints_steps
+            num_steps = min(opts.iterations_per_loop, next_save - step, opts.num_train_steps - step)
+            loop_start = time.time()
+            try:
+                values = train_function(tf.constant(num_steps, tf.int32))
+            except tf.errors.DataLossError as e:
+                raise InputError(
+                    f"corrupted record in the input files ({', '.join(input_files[:3])}"
+                    f"{', ...' if len(input_files) > 3 else ''}): {first_line(e)}"
+                ) from None
+            values = {k: v.numpy() for k, v in values.items()}
+            loop_seconds = time.time() - loop_start
+            first = step
+            step += num_steps
+            loss = values[self.task.step_keys[0]]
+            if not np.all(np.isfinite(loss)):
+                raise FloatingPointError(
+                    f"loss became {loss[-1]} by step {step}: lower --learning_rate"
+                )
+            self._log_progress(values, first, step, loop_seconds, start_time, start_step, writer)
+            if step_callback is not None:
+                for i in range(num_steps):
+                    step_callback(first + i, {k: float(v[i]) for k, v in values.items()})
+            if step % opts.save_checkpoints_steps == 0 or step == opts.num_train_steps:
+                last_checkpoint = self.save(stream)
+        if writer is not None:
+            writer.flush()
+        return last_checkpoint
+
+    def input_stream(self, input_files, global_batch_size, is_training, max_batches=None,
+                     pad_final_batch=False):
+        """An `input_pipeline.InputStream` of the task's records for this worker."""
+        flag = "--train_batch_size" if is_training else "--eval_batch_size"
+        return input_pipeline.InputStream(
+            self.strategy, input_files, None, None, global_batch_size, is_training=is_training,
+            shuffle_buffer_size=self.options.shuffle_buffer_size, seed=self.options.seed,
+            worker_index=self.worker_index, num_workers=self.num_workers,
+            max_batches=max_batches, batch_flag=flag,
+            spec=self.task.feature_spec(is_training), pad_final_batch=pad_final_batch,
+        )
+
+    def _log_progress(self, values, first, step, loop_seconds, start_time, start_step, writer):
+        opts = self.options
+        num_steps = step - first
+        steps_per_sec = num_steps / max(loop_seconds, 1e-9)
+        overall = (step - start_step) / max(time.time() - start_time, 1e-9)
+        eta = (opts.num_train_steps - step) / overall if overall > 0 else float("inf")
+        means = {k: float(np.mean(values[k])) for k in self.task.step_keys}
+        logging.info(
+            "step %d/%d  %s  lr %.6g  %.2f steps/s  %.1f examples/s  ETA %s",
+            step, opts.num_train_steps, self.task.step_log(means),
+            float(values["learning_rate"][-1]), steps_per_sec, steps_per_sec * opts.train_batch_size,
+            _format_duration(eta),
+        )
+        if writer is None:
+            return
+        names = {self.task.step_keys[0]: "loss"}
+        for i in range(num_steps):
+            scalars = {names.get(k, k): values[k][i] for k in self.task.step_keys}
+            scalars["learning_rate"] = values["learning_rate"][i]
+            scalars["grad_norm"] = values["grad_norm"][i]
+            if "loss_scale" in values:
+                scalars["loss_scale"] = values["loss_scale"][i]
+            writer.write(first + i + 1, scalars)
+        writer.write(step, {
+            "steps_per_sec": steps_per_sec,
+            "examples_per_sec": steps_per_sec * opts.train_batch_size,
+        })
+
+    # -- eval and predict ----------------------------------------------------------------
+    def evaluate(self, input_files, max_batches=None, pad_final_batch=False,
+                 results_file="eval_results.txt"):
+        """Evaluates the current weights on the task's records in `input_files` (read in
+        order, once) in batches of eval_batch_size: at most `max_batches`, and with
+        `pad_final_batch` every record (the last batch padded; the task weighs padding out).
+        Writes output_dir/`results_file` (chief; not with results_file=None) and returns the
+        results dict."""
+        opts = self.options
+        stream = self.input_stream(input_files, opts.eval_batch_size, is_training=False,
+                                   max_batches=max_batches, pad_final_batch=pad_final_batch)
+        eval_function = self.make_eval_function(stream)
+        limit = max_batches if max_batches is not None else float("inf")
+        if self.num_workers > 1:
+            # Every worker must run the same number of steps (they meet in all-reduces).
+            limit = min(limit, self._min_batches_over_workers(stream))
+        logging.info("***** Running evaluation *****  batch %d%s", opts.eval_batch_size,
+                     f", at most {max_batches} batches" if max_batches is not None else "")
+        batches = []
+        try:
+            while len(batches) < limit:
+                try:
+                    batch = eval_function()
+                except tf.errors.OutOfRangeError:
+                    break
+                batches.append({k: v.numpy() for k, v in batch.items()})
+        except tf.errors.DataLossError as e:
+            raise InputError(f"corrupted record in the eval input files: {first_line(e)}") from None
+        if not batches:
+            raise InputError(
+                f"no eval batch: the input files ({', '.join(input_files[:3])}) hold fewer "
+                f"than --eval_batch_size={opts.eval_batch_size} records"
+            )
+        results = self.task.finalize_eval(batches, int(self.global_step.numpy()))
+        logging.info("***** Eval results (%d batches) *****", len(batches))
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+        if self.is_chief:
+            if results_file:
+                tf.io.gfile.makedirs(opts.output_dir)
+                path = metrics.write_eval_results(opts.output_dir, results, filename=results_file)
+                logging.info("Wrote %s", path)
+            writer = self._writer("eval")
+            writer.write(results["global_step"], {
+                k: v for k, v in results.items()
+                if k != "global_step" and np.ndim(v) == 0 and np.isreal(v)
+            })
+            writer.flush()
+        return results
+
+    def predict(self, input_files, batch_size):
+        """Yields the task's `predict_outputs` for every record of `input_files` (in order),
+        one dict of numpy arrays per global batch of `batch_size`; the last batch is padded
+        with all-zero records (the caller drops them: their `is_real_example` / unique id
+        is 0)."""
+        stream = self.input_stream(input_files, batch_size, is_training=False,
+                                   pad_final_batch=True)
+        predict_function = self.make_predict_function(stream)
+        while True:
+            try:
+                batch = predict_function()
+            except tf.errors.OutOfRangeError:
+                return
+            except tf.errors.DataLossError as e:
+                raise InputError(
+                    f"corrupted record in the predict input files: {first_line(e)}") from None
+            yield {k: v.numpy() for k, v in batch.items()}

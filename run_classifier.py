@@ -1,0 +1,108 @@
+"""Fine-tunes BERT for sentence (pair) classification: the original run_classifier.py.
+
+The original's flags, names, defaults and meaning (REFERENCE.md §11), its tasks (XNLI, MNLI,
+MRPC, CoLA) plus SST-2, QNLI, QQP, RTE, WNLI, STS-B and a task for your own TSV/CSV files, its
+output files (train.tf_record, eval.tf_record, predict.tf_record, model.ckpt-N,
+eval_results.txt, test_results.tsv), plus the trainer flags of run_pretraining.py.
+Restarting with the same --output_dir resumes from its latest checkpoint.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from bert_tf import flags as shared_flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+# The original's flags.
+flags.DEFINE_string("data_dir", None,
+                    "The input data dir. Should contain the .tsv files (or other data files) "
+                    "for the task.")
+flags.DEFINE_string("bert_config_file", None,
+                    "The config json file corresponding to the pre-trained BERT model.")
+flags.DEFINE_string("task_name", None, "The name of the task to train.")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_string("output_dir", None,
+                    "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased models "
+                  "and False for cased models.")
+flags.DEFINE_integer("max_seq_length", 128,
+                     "The maximum total input sequence length after WordPiece tokenization. "
+                     "Longer sequences are truncated, shorter ones padded.")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the "
+                  "test set.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1,
+                   "Proportion of training to perform linear learning rate warmup for. "
+                   "E.g., 0.1 = 10% of training.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "Steps run inside one tf.function call between host-side work.")
+shared_flags.define_tpu_flags()
+
+# Added flags.
+shared_flags.define_trainer_flags()
+flags.DEFINE_float("classifier_dropout", 0.1,
+                   "Dropout on the pooled output in training (the original fixes it at 0.1).")
+flags.DEFINE_string("labels", None,
+                    "Task `custom` only: the label list, comma-separated (default: the "
+                    "sorted labels of the training file).")
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.INFO)
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.data.classifier import ClassifierDataError
+    from bert_tf.tasks.classification import ClassifierError, ClassifierOptions, run
+    from bert_tf.tokenization import VocabError
+    from bert_tf.training.input_pipeline import InputError
+    from bert_tf.training.strategy import StrategyError
+
+    try:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        strategy = shared_flags.strategy_from_flags(FLAGS)
+        options = ClassifierOptions(
+            data_dir=FLAGS.data_dir,
+            task_name=FLAGS.task_name,
+            vocab_file=FLAGS.vocab_file,
+            do_lower_case=FLAGS.do_lower_case,
+            max_seq_length=FLAGS.max_seq_length,
+            eval_batch_size=FLAGS.eval_batch_size,
+            predict_batch_size=FLAGS.predict_batch_size,
+            num_train_epochs=FLAGS.num_train_epochs,
+            warmup_proportion=FLAGS.warmup_proportion,
+            classifier_dropout=FLAGS.classifier_dropout,
+            labels=FLAGS.labels,
+            **shared_flags.trainer_kwargs(FLAGS, strategy),
+        )
+        out = run(config, options, strategy, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+                  do_predict=FLAGS.do_predict)
+    except (ClassifierError, ClassifierDataError, BertConfigError, CheckpointError,
+            StrategyError, InputError, VocabError, FloatingPointError) as e:
+        print(f"run_classifier.py: error: {e}", file=sys.stderr)
+        return 1
+    if out["checkpoint"]:
+        logging.info("Latest checkpoint: %s", out["checkpoint"])
+    return 0
+
+
+if __name__ == "__main__":
+    for name in ("data_dir", "task_name", "vocab_file", "bert_config_file", "output_dir"):
+        flags.mark_flag_as_required(name)
+    app.run(main)

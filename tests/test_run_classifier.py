@@ -1,0 +1,168 @@
+"""run_classifier.py end to end on a tiny model: outputs, record reuse, and every bad input
+as a one-line error naming the file, line or flag."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf.config import BertConfig
+from bert_tf.checkpoints import save_original_checkpoint
+from bert_tf.data.classifier import ClassifierDataError
+from bert_tf.tasks.classification import ClassifierError, ClassifierOptions, run
+from bert_tf.training.trainer import TrainingError
+from conftest import tiny_config_dict
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "in", "park", "it", "rained"]
+
+
+def write_vocab(path):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    path.write_text("\n".join(tokens) + "\n")
+    return len(tokens)
+
+
+def write_split(path, rows, header="text_a\ttext_b\tlabel"):
+    path.write_text(header + "\n" + "".join("\t".join(r) + "\n" for r in rows))
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    vocab_size = write_vocab(tmp_path / "vocab.txt")
+    config = BertConfig.from_dict(tiny_config_dict(vocab_size=vocab_size, max_position_embeddings=16))
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.RandomState(0)
+
+    def rows(n):
+        return [(" ".join(rng.choice(WORDS, 4)), " ".join(rng.choice(WORDS, 3)),
+                 ["no", "yes", "maybe"][i % 3]) for i in range(n)]
+
+    write_split(data / "train.tsv", rows(12))
+    write_split(data / "dev.tsv", rows(7))
+    write_split(data / "test.tsv", [r[:2] for r in rows(5)], header="text_a\ttext_b")
+
+    def options(**overrides):
+        kwargs = dict(data_dir=str(data), task_name="custom", vocab_file=str(tmp_path / "vocab.txt"),
+                      output_dir=str(tmp_path / "out"), max_seq_length=12, train_batch_size=4,
+                      eval_batch_size=3, predict_batch_size=2, num_train_epochs=1.0,
+                      learning_rate=1e-3, save_checkpoints_steps=2, iterations_per_loop=2)
+        kwargs.update(overrides)
+        return ClassifierOptions(**kwargs)
+
+    return tmp_path, config, options
+
+
+def read_lines(path):
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def test_train_eval_predict_writes_the_original_files(setup):
+    tmp_path, config, options = setup
+    out = run(config, options(), do_train=True, do_eval=True, do_predict=True)
+    files = set(os.listdir(tmp_path / "out"))
+    assert {"train.tf_record", "eval.tf_record", "predict.tf_record", "model.ckpt-3.index",
+            "eval_results.txt", "test_results.tsv"} <= files
+    # int(12 / 4 * 1.0) = 3 steps; eval over all 7 examples (the last batch of 3 is partial).
+    assert out["checkpoint"].endswith("model.ckpt-3")
+    lines = read_lines(tmp_path / "out" / "eval_results.txt")
+    assert [line.split(" = ")[0] for line in lines] == [
+        "eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert lines[2] == "global_step = 3"
+    accuracy = float(lines[0].split(" = ")[1])
+    assert accuracy * 7 == pytest.approx(round(accuracy * 7), abs=1e-5)  # k of 7 right
+    rows = [list(map(float, line.split("\t"))) for line in read_lines(out["test_results"])]
+    assert len(rows) == 5 and all(len(r) == 3 for r in rows)  # labels maybe, no, yes
+    np.testing.assert_allclose([sum(r) for r in rows], 1.0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_records_are_rebuilt_when_flags_change_and_reused_otherwise(setup):
+    tmp_path, config, options = setup
+    run(config, options(), do_eval=True)
+    record = tmp_path / "out" / "eval.tf_record"
+    first = record.stat().st_mtime_ns
+    run(config, options(), do_eval=True)
+    assert record.stat().st_mtime_ns == first  # same files and flags: reused
+    run(config, options(max_seq_length=10), do_eval=True)
+    assert record.stat().st_mtime_ns != first  # other flags: written anew
+    import tensorflow as tf
+    parsed = tf.io.parse_single_example(
+        next(iter(tf.data.TFRecordDataset(str(record)))),
+        {"input_ids": tf.io.FixedLenFeature([10], tf.int64)})
+    assert parsed["input_ids"].shape == (10,)
+
+
+def test_bad_flags_are_clear_errors(setup):
+    tmp_path, config, options = setup
+    with pytest.raises(ClassifierError, match="At least one of `do_train`, `do_eval` or "
+                                              "`do_predict' must be True"):
+        run(config, options())
+    with pytest.raises(ClassifierDataError, match="--task_name='glue': unknown task; expected "
+                                                  "one of cola, mnli, mrpc, xnli"):
+        run(config, options(task_name="glue"), do_train=True)
+    with pytest.raises(TrainingError, match="Cannot use sequence length 20 because the BERT "
+                                            "model was only trained up to sequence length 16"):
+        run(config, options(max_seq_length=20), do_train=True)
+    with pytest.raises(ClassifierError, match="uncased_L-12_H-768_A-12` seems to be a "
+                                              "lowercased model"):
+        run(config, options(do_lower_case=False,
+                            init_checkpoint="/m/uncased_L-12_H-768_A-12/bert_model.ckpt"),
+            do_train=True)
+
+
+def test_bad_files_name_the_file_and_line(setup):
+    tmp_path, config, options = setup
+    data = tmp_path / "data"
+    (data / "test.tsv").unlink()
+    with pytest.raises(ClassifierDataError, match=r"test\.tsv or test\.csv"):
+        run(config, options(), do_predict=True)
+    write_split(data / "dev.tsv", [("the cat", "sat", "yes"), ("a dog", "ran")])
+    with pytest.raises(ClassifierDataError, match=r"dev\.tsv line 3: expected at least 3 columns"):
+        run(config, options(), do_eval=True)
+    write_split(data / "dev.tsv", [("the cat", "sat", "perhaps")])
+    with pytest.raises(ClassifierDataError,
+                       match=r"dev\.tsv line 2: label 'perhaps' is not one of the labels"):
+        run(config, options(), do_eval=True)
+    (data / "train.tsv").unlink()
+    with pytest.raises(ClassifierDataError, match=r"train\.tsv or train\.csv"):
+        run(config, options(), do_train=True)
+
+
+def test_checkpoints_of_another_shape_or_task_are_refused(setup):
+    tmp_path, config, options = setup
+    from bert_tf.tasks.classification import ClassificationTask
+
+    # An init_checkpoint of another architecture.
+    other = BertConfig.from_dict(tiny_config_dict(vocab_size=config.vocab_size, hidden_size=8,
+                                                  max_position_embeddings=16))
+    prefix = save_original_checkpoint(
+        ClassificationTask("custom", ["a", "b"], 12).build_model(other),
+        str(tmp_path / "other" / "bert_model.ckpt"))
+    with pytest.raises(TrainingError, match=r"--init_checkpoint: checkpoint .*bert_model\.ckpt "
+                                            r"does not fit the model"):
+        run(config, options(init_checkpoint=prefix), do_train=True)
+    # An output_dir whose checkpoints have another label set.
+    run(config, options(), do_train=True)
+    write_split(tmp_path / "data" / "train.tsv",
+                [("the cat", "sat", "yes"), ("a dog", "ran", "no")] * 4)
+    with pytest.raises(TrainingError, match=r"holds checkpoints of another task .*\"maybe\""):
+        run(config, options(), do_train=True)
+
+
+def test_script_prints_one_line_errors(setup):
+    tmp_path, config, options = setup
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    proc = subprocess.run(
+        [sys.executable, "run_classifier.py", "--task_name=nope", f"--data_dir={tmp_path}/data",
+         f"--vocab_file={tmp_path}/vocab.txt", f"--bert_config_file={tmp_path}/bert_config.json",
+         f"--output_dir={tmp_path}/out", "--do_train", "--max_seq_length=12"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO))
+    assert proc.returncode == 1
+    assert "run_classifier.py: error: --task_name='nope': unknown task" in proc.stderr
+    assert "Traceback" not in proc.stderr
