@@ -66,8 +66,9 @@ class RoundingErrorBounds:
 
     Args:
       compute: inputs -> dict {name: tensor}; the mixed-precision computation (e.g. a model
-        built under a mixed policy and its loss). Traced once per output name and input shape,
-        so calls after new weights are assigned to the same model reuse the traces.
+        built under a mixed policy and its loss). Traced once per non-scalar output (and once
+        for all scalars) and input shape, so calls after new weights are assigned to the same
+        model reuse the traces.
       dtype: "bfloat16" or "float16", the policy's compute dtype.
     """
 
@@ -76,30 +77,40 @@ class RoundingErrorBounds:
         self.dtype = dtype
         self._sensitivities = {}
 
-    def _sensitivity(self, name):
-        if name not in self._sensitivities:
+    def _sensitivity(self, names):
+        """A traced function (inputs, element) -> c of that element of each of `names`."""
+        if names not in self._sensitivities:
             @tf.function
             def sensitivity(x, element):
                 outputs = self.compute(x)
                 points = _rounded_tensors(tf.compat.v1.get_default_graph(), self.dtype)
-                y = tf.gather(tf.reshape(tf.cast(outputs[name], tf.float32), [-1]), element)
-                terms = [tf.reduce_sum(tf.square(tf.cast(g, tf.float32) * tf.cast(t, tf.float32)))
-                         for g, t in zip(tf.gradients(y, points), points) if g is not None]
-                return tf.sqrt(tf.add_n(terms))
-            self._sensitivities[name] = sensitivity
-        return self._sensitivities[name]
+                norms = []
+                for name in names:
+                    y = tf.gather(tf.reshape(tf.cast(outputs[name], tf.float32), [-1]), element)
+                    # g * t in float32: it can leave float16's range.
+                    terms = [tf.square(tf.cast(g, tf.float32) * tf.cast(t, tf.float32))
+                             for g, t in zip(tf.gradients(y, points), points) if g is not None]
+                    norms.append(tf.sqrt(tf.add_n([tf.reduce_sum(t) for t in terms])))
+                return tf.stack(norms)
+            self._sensitivities[names] = sensitivity
+        return self._sensitivities[names]
 
     def __call__(self, inputs, names):
         """{name: float64 array of the output's shape}: the bound of each element's distance
         to the same computation in exact (or float32) arithmetic, for `inputs` (a dict of
         tensors) and the model's current weights."""
         outputs = self.compute(inputs)
+        shapes = {name: tuple(outputs[name].shape) for name in names}
+        # Scalars share one traced function (tracing costs more than their backward passes).
+        groups = [tuple(n for n in names if not shapes[n])] + [(n,) for n in names if shapes[n]]
+        u = UNIT_ROUNDOFF[self.dtype]
         bounds = {}
-        for name in names:
-            shape = outputs[name].shape
-            c = [self._sensitivity(name)(inputs, tf.constant(i)).numpy()
-                 for i in range(int(np.prod(shape)))]
-            bounds[name] = CONFIDENCE * UNIT_ROUNDOFF[self.dtype] * np.reshape(c, shape)
+        for group in filter(None, groups):
+            size = int(np.prod(shapes[group[0]]))
+            c = np.array([self._sensitivity(group)(inputs, tf.constant(i)).numpy()
+                          for i in range(size)])  # [size, len(group)]
+            for k, name in enumerate(group):
+                bounds[name] = CONFIDENCE * u * c[:, k].reshape(shapes[name])
         return bounds
 
 
