@@ -4,14 +4,29 @@ FINETUNING.md §2).
 `SquadTask` gives the trainer the encoder + `SpanHead` (`cls/squad/output_weights` [2, H],
 `cls/squad/output_bias` [2]), the records of `bert_tf.data.squad`, the loss (the mean of the
 start and end cross-entropies over every position, padding included, as the original) and the
-per-window logits that `bert_tf.squad_predictions` turns into answers.
+per-window logits that `bert_tf.squad_predictions` turns into answers; `run` is what
+run_squad.py does.
 """
 
-import tensorflow as tf
+import dataclasses
+import functools
+import json
+import os
+import random
 
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import squad_eval, squad_predictions, tokenization
+from bert_tf.data import squad as squad_data
 from bert_tf.heads import SpanHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training.task import Task
+from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+
+
+class SquadError(TrainingError):
+    """Flags or files that do not make a valid run_squad.py run; the message says which."""
 
 
 class SquadTask(Task):
@@ -70,3 +85,187 @@ class SquadTask(Task):
             "start_logits": outputs["start_logits"],
             "end_logits": outputs["end_logits"],
         }
+
+
+@dataclasses.dataclass(kw_only=True)
+class SquadOptions(TrainerOptions):
+    """run_squad.py's flags (the original's names and defaults, REFERENCE.md §12), plus the
+    trainer's. num_train_steps and num_warmup_steps are derived from the training set."""
+
+    vocab_file: str
+    train_file: str | None = None
+    predict_file: str | None = None
+    do_lower_case: bool = True
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    predict_batch_size: int = 8
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    verbose_logging: bool = False
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+    num_train_steps: int = 1
+    num_warmup_steps: int = 0
+
+    def problems(self, config):
+        problems = super().problems(config)
+        for name in ("predict_batch_size", "n_best_size", "max_answer_length"):
+            if getattr(self, name) <= 0:
+                problems.append(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.num_train_epochs <= 0:
+            problems.append(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
+        if not 0 <= self.warmup_proportion <= 1:
+            problems.append(f"--warmup_proportion must be in [0, 1], got "
+                            f"{self.warmup_proportion}")
+        return problems
+
+
+def validate_flags(config, options, do_train, do_predict):
+    """The original's start-up checks, in its order (`validate_flags_or_throw`), then the
+    ones it lacks (a doc_stride that never advances or skips past the window)."""
+    try:
+        tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+                                                      options.init_checkpoint)
+    except ValueError as e:
+        raise SquadError(str(e)) from None
+    if not do_train and not do_predict:
+        raise SquadError("At least one of `do_train` or `do_predict` must be True.")
+    if do_train and not options.train_file:
+        raise SquadError("If `do_train` is True, then `train_file` must be specified.")
+    if do_predict and not options.predict_file:
+        raise SquadError("If `do_predict` is True, then `predict_file` must be specified.")
+    if options.max_seq_length > config.max_position_embeddings:
+        raise SquadError(
+            f"Cannot use sequence length {options.max_seq_length} because the BERT model was "
+            f"only trained up to sequence length {config.max_position_embeddings}")
+    if options.max_seq_length <= options.max_query_length + 3:
+        raise SquadError(
+            f"The max_seq_length ({options.max_seq_length}) must be greater than "
+            f"max_query_length ({options.max_query_length}) + 3")
+    window = options.max_seq_length - options.max_query_length - 3
+    if options.doc_stride <= 0:
+        raise SquadError(f"--doc_stride={options.doc_stride} must be positive (the windows "
+                         "over a long context would never advance)")
+    if options.doc_stride > window:
+        raise SquadError(
+            f"--doc_stride={options.doc_stride} is larger than the document window of "
+            f"--max_seq_length - --max_query_length - 3 = {window} tokens: choose a stride "
+            "at most the window, so that consecutive windows overlap or touch")
+    options.validate(config)
+
+
+def _read_examples(path, is_training, options, flag):
+    try:
+        return squad_data.read_squad_examples(path, is_training,
+                                              options.version_2_with_negative)
+    except (squad_data.SquadDataError, OSError) as e:
+        raise SquadError(f"--{flag}: {e}") from None
+
+
+def _has_answers(dataset_json):
+    return any(qa.get("answers") or qa.get("is_impossible")
+               for entry in dataset_json.get("data", [])
+               for paragraph in entry.get("paragraphs", [])
+               for qa in paragraph.get("qas", []))
+
+
+def run(config, options, strategy=None, do_train=False, do_predict=False, step_callback=None):
+    """What run_squad.py does: its checks, then train, then predict (predictions.json,
+    nbest_predictions.json, null_odds.json with 2.0) and, when the predict file has answers,
+    the official evaluation in eval_results.json. Returns a dict: `checkpoint`,
+    `predictions` (path or None), `eval_results` (dict or None)."""
+    validate_flags(config, options, do_train, do_predict)
+    output_dir = options.output_dir
+    tf.io.gfile.makedirs(output_dir)
+    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    task = SquadTask(options.max_seq_length, options.version_2_with_negative)
+    convert = functools.partial(
+        squad_data.convert_examples_to_features, tokenizer=tokenizer,
+        max_seq_length=options.max_seq_length, doc_stride=options.doc_stride,
+        max_query_length=options.max_query_length)
+
+    train_examples = None
+    if do_train:
+        train_examples = _read_examples(options.train_file, True, options, "train_file")
+        steps = int(len(train_examples) / options.train_batch_size * options.num_train_epochs)
+        if steps <= 0:
+            raise SquadError(
+                f"--train_file={options.train_file}: {len(train_examples)} training examples "
+                f"with --train_batch_size={options.train_batch_size} and --num_train_epochs="
+                f"{options.num_train_epochs} make 0 training steps")
+        options = dataclasses.replace(options, num_train_steps=steps,
+                                      num_warmup_steps=int(steps * options.warmup_proportion))
+        # The original shuffles the examples once, with a fixed seed, before converting.
+        random.Random(12345).shuffle(train_examples)
+    trainer = Trainer(config, task, options, strategy)
+    out = {"checkpoint": None, "predictions": None, "eval_results": None}
+    if do_train:
+        train_file = os.path.join(output_dir, "train.tf_record")
+        with squad_data.FeatureWriter(train_file, is_training=True) as writer:
+            convert(train_examples, is_training=True, output_fn=writer.process_feature)
+        logging.info("***** Running training *****")
+        logging.info("  Num orig examples = %d", len(train_examples))
+        logging.info("  Num split examples = %d", writer.num_features)
+        logging.info("  Batch size = %d", options.train_batch_size)
+        logging.info("  Num steps = %d", options.num_train_steps)
+        del train_examples
+        out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
+    else:
+        out["checkpoint"] = trainer.restore(weights_only=True)
+        if out["checkpoint"] is None and not options.init_checkpoint:
+            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
+                            "randomly initialized weights")
+    if do_predict:
+        out.update(_predict(trainer, options, convert))
+    return out
+
+
+def _predict(trainer, options, convert):
+    output_dir = options.output_dir
+    examples = _read_examples(options.predict_file, False, options, "predict_file")
+    features = []
+    eval_file = os.path.join(output_dir, "eval.tf_record")
+    with squad_data.FeatureWriter(eval_file, is_training=False) as writer:
+        def keep(feature):
+            features.append(feature)
+            writer.process_feature(feature)
+        convert(examples, is_training=False, output_fn=keep)
+    logging.info("***** Running predictions *****")
+    logging.info("  Num orig examples = %d", len(examples))
+    logging.info("  Num split examples = %d", len(features))
+    logging.info("  Batch size = %d", options.predict_batch_size)
+    results = []
+    for batch in trainer.predict([eval_file], options.predict_batch_size):
+        for i, unique_id in enumerate(batch["unique_ids"]):
+            if unique_id:  # 0: padding of the last batch
+                results.append(squad_predictions.RawResult(
+                    int(unique_id), batch["start_logits"][i], batch["end_logits"][i]))
+        if len(results) // 1000 != (len(results) - len(batch["unique_ids"])) // 1000:
+            logging.info("Processing example: %d", len(results))
+    paths = {name: os.path.join(output_dir, f"{name}.json")
+             for name in ("predictions", "nbest_predictions", "null_odds")}
+    predictions, _, null_odds = squad_predictions.write_predictions(
+        examples, features, results, options.n_best_size, options.max_answer_length,
+        options.do_lower_case, paths["predictions"], paths["nbest_predictions"],
+        paths["null_odds"], version_2_with_negative=options.version_2_with_negative,
+        null_score_diff_threshold=options.null_score_diff_threshold,
+        verbose_logging=options.verbose_logging)
+    out = {"predictions": paths["predictions"], "eval_results": None}
+    with tf.io.gfile.GFile(options.predict_file) as f:
+        dataset = json.load(f)
+    if _has_answers(dataset):
+        scores = squad_eval.evaluate(
+            dataset, predictions, na_probs=null_odds if options.version_2_with_negative else None)
+        path = os.path.join(output_dir, "eval_results.json")
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write(json.dumps(scores, indent=2) + "\n")
+        tf.io.gfile.rename(tmp, path, overwrite=True)
+        logging.info("***** Eval results (official SQuAD evaluation) *****")
+        for key, value in scores.items():
+            logging.info("  %s = %s", key, value)
+        out["eval_results"] = scores
+    return out
