@@ -53,10 +53,13 @@ flags.DEFINE_integer("shuffle_buffer_size", 100,
                      "Records in the training shuffle buffer; 0 reads the files in order.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir (0 keeps all).")
 flags.DEFINE_integer("seed", 12345, "Seed of the weight initialisation, dropout and shuffles.")
-# Pretraining at scale (README section `scale`).
-flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
+# Pretraining at scale (docs/scale.md).
+flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16", "auto"],
                   "Compute dtype of the model (variables, LayerNorm, softmax, losses and the "
-                  "update stay float32); fp16 uses dynamic loss scaling.")
+                  "update stay float32); fp16 uses dynamic loss scaling. auto: bf16 where the "
+                  "hardware computes it natively, fp16 on GPUs of compute capability 7.x, else "
+                  "none. On a CPU without AVX512_BF16/AMX, bf16 is slower than none (a warning "
+                  "says so).")
 flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA (jit_compile), "
                   "the optimizer update included.")
 flags.DEFINE_bool("fused_optimizer", False,
@@ -113,7 +116,7 @@ def main(argv):
             shuffle_buffer_size=FLAGS.shuffle_buffer_size,
             keep_checkpoint_max=FLAGS.keep_checkpoint_max,
             seed=FLAGS.seed,
-            mixed_precision=FLAGS.mixed_precision,
+            mixed_precision=precision.resolve_mixed_precision(FLAGS.mixed_precision, strategy),
             use_xla=FLAGS.use_xla,
             fused_optimizer=FLAGS.fused_optimizer,
             optimizer=FLAGS.optimizer,
