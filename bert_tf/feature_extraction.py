@@ -270,22 +270,68 @@ def _prefetched(iterator, depth=2):
         yield item
 
 
-# Text of n * 1e-6 for 0 < n < 100: Python's repr uses exponent notation below 1e-4.
-_SMALL_REPR = [repr(n / 1e6) for n in range(100)]
-_WIDTH = 17  # sign, 9 integer digits, ".", 6 decimals
-_POW10 = 10 ** np.arange(9, dtype=np.int64)
+def _words(byte_rows):
+    """uint8 [K, 8] -> little-endian uint64 [K] (byte j of a row = byte j of the word)."""
+    return np.array(byte_rows, np.uint8, copy=True).view("<u8")[:, 0]
 
 
-def _small_table():
-    text = np.zeros((100, _WIDTH), np.uint8)
-    keep = np.zeros((100, _WIDTH), bool)
-    for n, s in enumerate(_SMALL_REPR):
-        text[n, 1:1 + len(s)] = np.frombuffer(s.encode("ascii"), np.uint8)
-        keep[n, 1:1 + len(s)] = True
-    return text, keep
+class _TextTables:
+    """Each value is written into 16 bytes = two uint64 words, unused bytes zero:
+
+      word 0: sign, 3 integer digits, ".", decimals 1-3;  word 1: decimals 4-6, ", ", 0, 0, 0
+
+    These tables hold, as words, the bytes of an integer part 0..999 (right aligned, leading
+    zeros left out), of six decimals (trailing zeros left out, at least one digit kept), and of
+    n * 1e-6 for 0 < n < 100, which Python's repr writes with an exponent ("3e-06", "9.9e-05",
+    bytes 1-7 of word 0). Built once, in about a second.
+    """
+
+    def __init__(self):
+        numbers = np.arange(1000)
+        digits = numbers[:, None] // np.array([100, 10, 1]) % 10
+        used = np.arange(3, 0, -1) <= (1 + (numbers >= 10) + (numbers >= 100))[:, None]
+        word = np.zeros((1000, 8), np.uint8)
+        word[:, 1:4] = np.where(used, digits + ord("0"), 0)
+        self.integer = _words(word)
+        # Decimals as two halves of three digits: trailing zeros are dropped from the second
+        # half, and from the first one only when the second is 000.
+        halves = np.arange(1000)
+        digits = halves[:, None] // np.array([100, 10, 1]) % 10
+        last_nonzero = np.where(digits != 0, np.arange(1, 4), 0).max(axis=1)
+        stripped = np.where(np.arange(1, 4) <= last_nonzero[:, None], digits + ord("0"), 0)
+        word = np.zeros((1000, 8), np.uint8)
+        word[:, 5:8] = digits + ord("0")
+        self.first_half = _words(word)
+        word[:, 5:8] = stripped
+        word[0, 5] = ord("0")  # x.0: one decimal stays
+        self.first_half_last = _words(word)
+        word = np.zeros((1000, 8), np.uint8)
+        word[:, 0:3] = stripped
+        self.second_half = _words(word)
+        word = np.zeros((100, 8), np.uint8)
+        for n in range(1, 100):
+            small = repr(n / 1e6).encode("ascii")
+            word[n, 1:1 + len(small)] = np.frombuffer(small, np.uint8)
+        self.small = _words(word)
+        word = np.zeros((2, 8), np.uint8)
+        word[1, 0] = ord("-")
+        self.sign = _words(word)
+        word = np.zeros((1, 8), np.uint8)
+        word[0, 4] = ord(".")
+        self.dot = _words(word)[0]
+        word[0, 4] = 0
+        word[0, 3:5] = np.frombuffer(b", ", np.uint8)
+        self.separator = _words(word)[0]
 
 
-_SMALL_TEXT, _SMALL_KEEP = _small_table()
+_TABLES = None
+
+
+def _tables():
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = _TextTables()
+    return _TABLES
 
 
 def _python_value(x):
@@ -305,52 +351,46 @@ def format_value_rows(values):
     integer n that `round(x, 6)` rounds to (Python rounds the exact binary value, half to
     even). `round` returns the double nearest n * 1e-6, whose shortest repr is the decimal
     n * 1e-6 with trailing zeros dropped ("1.5", "-0.0") when it is at least 1e-4, and the
-    exponent form ("3e-06", taken from a table) below. Rows holding a value that is not
-    finite or is 1e9 or more in magnitude are formatted by Python itself.
+    exponent form ("3e-06") below. Each value's bytes are gathered from tables (`_TextTables`)
+    into 16 fixed bytes, and a row's text is its bytes without the zero ones. Rows holding a
+    value that is not finite or is 1000 or more in magnitude are formatted by Python itself.
     """
     values = np.asarray(values, np.float32)
     if values.ndim != 2:
         raise ValueError(f"format_value_rows takes a [rows, hidden] array, got shape {values.shape}")
+    tables = _tables()
     rows, width = values.shape
     x = values.astype(np.float64).reshape(-1)
-    plain = np.isfinite(x) & (np.abs(x) < 1e9)
-    n = np.abs(np.rint(np.where(plain, x, 0.0) * 1e6)).astype(np.int64)
-    negative = np.signbit(x)
-    integer, fraction = np.divmod(n, 1_000_000)
-
-    text = np.empty((x.size, _WIDTH + 2), np.uint8)
-    keep = np.zeros((x.size, _WIDTH + 2), bool)
-    text[:, 0] = ord("-")
-    keep[:, 0] = negative
-    # Integer digits right-aligned in columns 1..9, at least one.
-    digits = (integer[:, None] // _POW10[::-1]) % 10
-    text[:, 1:10] = digits + ord("0")
-    num_digits = 1 + (integer[:, None] >= _POW10[1:]).sum(axis=1)
-    keep[:, 1:10] = np.arange(9, 0, -1) <= num_digits[:, None]
-    text[:, 10] = ord(".")
-    keep[:, 10] = True
-    # Six decimals, trailing zeros dropped (at least one digit stays).
-    decimals = (fraction[:, None] // _POW10[5::-1]) % 10
-    text[:, 11:17] = decimals + ord("0")
-    last_nonzero = np.where(decimals != 0, np.arange(1, 7), 1).max(axis=1)
-    keep[:, 11:17] = np.arange(1, 7) <= last_nonzero[:, None]
+    plain = np.abs(x) < 999.9995  # False for NaN too; the integer part stays below 1000
+    n = np.abs(np.rint(np.where(plain, x, 0.0) * 1e6))
+    # Exact in float64 (n < 2**53), and faster than integer division.
+    integer = np.floor(n * 1e-6)
+    fraction = n - integer * 1e6
+    integer = integer.astype(np.intp)
+    first = np.floor(fraction * 1e-3)
+    second = (fraction - first * 1e3).astype(np.intp)
+    first = first.astype(np.intp)
+    words = np.empty((x.size, 2), np.uint64)
+    sign = tables.sign[np.signbit(x).astype(np.intp)]
+    first_text = np.where(second == 0, tables.first_half_last[first], tables.first_half[first])
+    low = sign | tables.integer[integer] | tables.dot | first_text
+    high = tables.second_half[second] | tables.separator
     small = (n > 0) & (n < 100)
     if small.any():
-        text[small, 1:_WIDTH] = _SMALL_TEXT[n[small], 1:]
-        keep[small, 1:_WIDTH] = _SMALL_KEEP[n[small], 1:]
-    text[:, _WIDTH:] = np.frombuffer(b", ", np.uint8)
-    keep[:, _WIDTH:] = True
-
-    flat = text[keep].tobytes()
-    ends = np.cumsum(keep.sum(axis=1).reshape(rows, width).sum(axis=1)).tolist()
+        low = np.where(small, sign | tables.small[np.minimum(n, 99).astype(np.intp)], low)
+        high = np.where(small, tables.separator, high)
+    words[:, 0] = low
+    words[:, 1] = high
+    raw = words.view(np.uint8).tobytes()
+    row_bytes = 16 * width
     bad_rows = set(np.flatnonzero(~plain.reshape(rows, width).all(axis=1)).tolist())
-    out, begin = [], 0
-    for r, end in enumerate(ends):
+    out = []
+    for r in range(rows):
         if r in bad_rows:
             out.append(", ".join(_python_value(v) for v in values[r]))
         else:
-            out.append(flat[begin:end - 2].decode("ascii"))
-        begin = end
+            out.append(raw[r * row_bytes:(r + 1) * row_bytes].replace(b"\x00", b"")[:-2]
+                       .decode("ascii"))
     return out
 
 

@@ -109,11 +109,13 @@ def test_value_text_equals_python_round_and_json():
     rng = np.random.RandomState(0)
     parts = [rng.normal(0, s, 4000) for s in (1e-6, 1e-4, 1e-2, 1.0, 30.0, 1e5)]
     grid = np.arange(-300, 300) * 1e-6
+    thousandths = np.arange(-3000, 3000) * 1e-3  # decimals ending in 000 or 0
     special = [0.0, -0.0, 1e-7, -1e-7, 0.1234565, 2.5e-6, -2.5e-6, 5e-7, -5e-7, 1.5e-6, 9.95e-5,
                1e-4, -1e-4, 9.9999e-5, 0.5, 1.0, -1.0, 123456.7, 999999999.0, 1e9, -3e10,
                np.float32(np.finfo(np.float32).max), np.nan, np.inf, -np.inf,
-               np.float32(np.finfo(np.float32).tiny), 1e-45]
-    values = np.concatenate(parts + [grid, grid + 5e-7, grid - 5e-7, special]).astype(np.float32)
+               np.float32(np.finfo(np.float32).tiny), 1e-45, 999.0, 999.9994, 999.9995,
+               -999.9996, 1000.0, 100.5, 10.000001]
+    values = np.concatenate(parts + [grid, grid + 5e-7, grid - 5e-7, thousandths, special]).astype(np.float32)
     values = values[: len(values) // 16 * 16].reshape(-1, 16)
     assert fe.format_value_rows(values) == _python_rows(values)
 
