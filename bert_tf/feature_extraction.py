@@ -197,7 +197,7 @@ def build_model(config, init_checkpoint, mixed_precision="none"):
 
 
 def _batches(features, batch_size):
-    """Yields dicts of int32 arrays [b, max_seq_length] with the features' index, in order."""
+    """Yields the features as dicts of int32 arrays [b, max_seq_length], in order."""
     for begin in range(0, len(features), batch_size):
         chunk = features[begin:begin + batch_size]
         yield {
@@ -211,7 +211,9 @@ def extract_layers(model, features, layer_indexes, batch_size, strategy=None):
     """Runs the encoder over `features` and yields, in input order, one array per example.
 
     Batches go through `tf.data` and `strategy` (default: TensorFlow's default strategy); each
-    replica runs its part of a batch only up to that part's longest example.
+    replica runs its part of a batch only up to that part's longest example. The batches are
+    built on the host by a Python generator (`Dataset.from_generator`), so the features of a
+    large file are never all held as tensors; TPUs cannot run such a data set.
 
     Yields:
       (InputFeatures, float32 np.ndarray [len(layer_indexes), len(tokens), H]).

@@ -192,3 +192,34 @@ def test_command_line_error_is_one_line(tmp_path):
     assert result.stderr.strip().splitlines()[-1].startswith(
         "extract_features.py: error: --layers='-1,-2,-3,-4': layer -4 does not exist")
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_empty_and_blank_inputs(tmp_path):
+    (tmp_path / "empty.txt").write_text("")
+    options = _golden_options(tmp_path, input_file=str(tmp_path / "empty.txt"))
+    assert fe.run_extract_features(options) == 0
+    assert (tmp_path / "out.jsonl").read_text() == ""
+    (tmp_path / "blank.txt").write_text("\n\n")
+    options = _golden_options(tmp_path, input_file=str(tmp_path / "blank.txt"))
+    assert fe.run_extract_features(options) == 2
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [[f["token"] for f in line["features"]] for line in lines] == [["[CLS]", "[SEP]"]] * 2
+
+
+@pytest.mark.slow
+def test_bf16_and_mirrored_strategy(tmp_path):
+    import tensorflow as tf
+
+    fe.run_extract_features(_golden_options(tmp_path))
+    reference = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    options = _golden_options(tmp_path, mixed_precision="bf16")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    fe.run_extract_features(options, strategy)
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    for ours, ref in zip(lines, reference, strict=True):
+        assert [f["token"] for f in ours["features"]] == [f["token"] for f in ref["features"]]
+        for fa, fb in zip(ours["features"], ref["features"]):
+            for la, lb in zip(fa["layers"], fb["layers"]):
+                # bfloat16 keeps 8 significant bits: values of order 1 move by a few 1e-2.
+                assert np.abs(np.array(la["values"]) - np.array(lb["values"])).max() < 0.25
