@@ -1,7 +1,8 @@
 """Writes the contextual embeddings of every token of a text file as JSON lines.
 
 The original extract_features.py's flags, names, defaults, input and output format (see
-bert_tf/feature_extraction.py), plus --mixed_precision and --strategy.
+bert_tf/feature_extraction.py), plus --mixed_precision, --strategy and the TPU flags of the
+other scripts (--tpu_name, --tpu_zone, --gcp_project).
 
   python3 extract_features.py --input_file=in.txt --output_file=out.jsonl \
       --vocab_file=$BERT/vocab.txt --bert_config_file=$BERT/bert_config.json \
@@ -14,6 +15,8 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
+
+from bert_tf import flags as bert_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -33,9 +36,8 @@ flags.DEFINE_string("vocab_file", None, "The vocabulary file the BERT model was 
 flags.DEFINE_bool("do_lower_case", True,
                   "Lower-case the input (True for uncased models, False for cased ones).")
 flags.DEFINE_integer("batch_size", 32, "Batch size of the model pass.")
-flags.DEFINE_bool("use_tpu", False, "Whether to use a TPU (implies --strategy=tpu).")
-flags.DEFINE_string("master", None, "[Optional] address of the TPU master.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Only used with a TPU: total number of TPU cores.")
+# use_tpu, master, num_tpu_cores (the original's), with tpu_name, tpu_zone, gcp_project.
+bert_flags.define_tpu_flags()
 flags.DEFINE_bool("use_one_hot_embeddings", False,
                   "Accepted for compatibility; the embedding lookup gives the same values "
                   "either way, so it changes nothing.")
@@ -54,11 +56,10 @@ def main(argv):
     from bert_tf.config import BertConfigError
     from bert_tf.feature_extraction import (ExtractFeaturesOptions, FeatureExtractionError,
                                             run_extract_features)
-    from bert_tf.training.strategy import StrategyError, create_strategy, resolve_strategy_name
+    from bert_tf.training.strategy import StrategyError
 
     try:
-        strategy = create_strategy(resolve_strategy_name(FLAGS.strategy, FLAGS.use_tpu),
-                                   master=FLAGS.master, num_tpu_cores=FLAGS.num_tpu_cores)
+        strategy = bert_flags.strategy_from_flags(FLAGS)
         options = ExtractFeaturesOptions(
             input_file=FLAGS.input_file,
             output_file=FLAGS.output_file,

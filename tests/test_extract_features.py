@@ -55,10 +55,15 @@ def test_convert_examples_equals_the_original():
     expected = json.loads((DATA / "read_convert_expected.json").read_text())
     tokenizer = FullTokenizer(str(SHARED_DIR / "data" / "uncased_vocab.txt"), do_lower_case=True)
     examples = fe.read_examples(DATA / "read_lines.txt")
-    features = fe.convert_examples_to_features(examples, expected["max_seq_length"], tokenizer)
-    got = [{"unique_id": f.unique_id, "tokens": f.tokens, "input_ids": f.input_ids,
-            "input_mask": f.input_mask, "input_type_ids": f.input_type_ids} for f in features]
-    assert got == expected["features"]
+    for length_key, features_key in (("max_seq_length", "features"),
+                                     ("short_max_seq_length", "short_features")):
+        features = fe.convert_examples_to_features(examples, expected[length_key], tokenizer)
+        got = [{"unique_id": f.unique_id, "tokens": f.tokens, "input_ids": f.input_ids,
+                "input_mask": f.input_mask, "input_type_ids": f.input_type_ids}
+               for f in features]
+        assert got == expected[features_key]
+    # At max_seq_length 4 the pair "a ||| b ||| c" keeps one piece of a and none of b.
+    assert expected["short_features"][5]["tokens"] == ["[CLS]", "a", "[SEP]"]
 
 
 @pytest.mark.slow

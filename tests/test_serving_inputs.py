@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pairs import pad_to, pair_tokens, truncate_seq_pair
+from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.serving_inputs import ServingInputs, truncated_lengths
 from bert_tf.tokenization import BasicTokenizer, FullTokenizer
 from conftest import SHARED_DIR
@@ -73,19 +73,39 @@ def _assert_equal_to_python(got, tokenizer, texts_a, texts_b):
             assert got[name].numpy()[i].tolist() == values, (name, a, b)
 
 
+def _pop_until_fits(len_a, len_b, max_length):
+    """The original's rule, one token at a time: the longer loses its last token, b on a tie."""
+    while len_a + len_b > max_length:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return len_a, len_b
+
+
 def test_truncated_lengths_equal_popping_one_token_at_a_time():
     grid = np.array(list(itertools.product(range(14), range(14), range(13))), np.int64)
     new_a, new_b = truncated_lengths(grid[:, 0], grid[:, 1], grid[:, 2])
     for (la, lb, m), got_a, got_b in zip(grid, new_a.numpy(), new_b.numpy()):
-        a, b = list(range(la)), list(range(lb))
-        truncate_seq_pair(a, b, m)
-        assert (got_a, got_b) == (len(a), len(b)), (la, lb, m)
+        assert (got_a, got_b) == _pop_until_fits(la, lb, m), (la, lb, m)
 
 
 @pytest.mark.slow
 def test_pairs_equal_python(serving, tokenizer):
     got = serving.pairs(tf.constant(TEXTS_A), tf.constant(TEXTS_B))
     _assert_equal_to_python(got, tokenizer, TEXTS_A, TEXTS_B)
+
+
+@pytest.mark.slow
+def test_pair_emptied_by_truncation_has_the_single_layout(serving, tokenizer):
+    # max_seq_length 4 leaves 1 piece for a and b: a keeps it, b is emptied, and the original
+    # then lays the example out as [CLS] a [SEP] without a second [SEP].
+    short = ServingInputs(tokenizer.vocab, max_seq_length=4, tokenizer=serving.tokenizer)
+    got = short.pairs(tf.constant(["two words"]), tf.constant(["b"]))
+    expected = _python(tokenizer, "two words", "b", max_seq_length=4)
+    assert expected["input_mask"] == [1, 1, 1, 0]
+    for name, values in expected.items():
+        assert got[name].numpy()[0].tolist() == values, name
 
 
 @pytest.mark.slow

@@ -1,31 +1,20 @@
-"""The `[CLS] a [SEP] b [SEP]` input of the fine-tuning scripts, from word pieces.
+"""The `[CLS] a [SEP] b [SEP]` layout of the fine-tuning scripts, on word-piece strings.
 
-The original's classifier, extract_features and (for the query part) SQuAD lay out one or two
-token sequences the same way (REFERENCE.md §11, FINETUNING.md §1.3):
-
-* with a non-empty b: while `len(a) + len(b) > max_seq_length - 3`, the longer of the two loses
-  its last token (a tie trims b);
-* without b (None, or a text that tokenizes to nothing): a is cut to `max_seq_length - 2`;
-* tokens `[CLS] a [SEP]` get segment 0, `b [SEP]` segment 1; ids, mask and segments are padded
-  with 0 to max_seq_length.
+The classifier's features (`bert_tf.data.classifier`) and extract_features lay out one or two
+sequences the same way (REFERENCE.md §11, FINETUNING.md §1.3): with a non-empty b, the pair is
+truncated to max_seq_length - 3 pieces (`bert_tf.data.classifier.truncate_lengths`: the longer
+loses its last piece, ties trim b); without b (None, or a text that tokenizes to nothing) a is
+cut to max_seq_length - 2. `[CLS] a [SEP]` get segment 0 and `b [SEP]` segment 1, the second
+`[SEP]` only if b still has pieces after truncation (as in the original, where truncation can
+empty b when max_seq_length is 3 or 4).
 
 Importing this module does not import TensorFlow.
 """
 
+from bert_tf.data.classifier import truncate_lengths
+
 CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
-
-
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-    """Pops the last token of the longer list (b on a tie) until both fit in `max_length`.
-
-    Modifies both lists in place; `max_length` must be >= 0.
-    """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
 
 
 def pair_tokens(tokens_a, tokens_b, max_seq_length):
@@ -37,13 +26,11 @@ def pair_tokens(tokens_a, tokens_b, max_seq_length):
     Returns:
       (tokens, segment_ids): lists of the same length <= max_seq_length, unpadded.
     """
-    tokens_a = list(tokens_a)
     if tokens_b:
-        tokens_b = list(tokens_b)
-        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+        len_a, len_b = truncate_lengths(len(tokens_a), len(tokens_b), max_seq_length - 3)
+        tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
     else:
-        tokens_b = []
-        tokens_a = tokens_a[:max_seq_length - 2]
+        tokens_a, tokens_b = tokens_a[:max_seq_length - 2], []
     tokens = [CLS_TOKEN, *tokens_a, SEP_TOKEN]
     segment_ids = [0] * len(tokens)
     if tokens_b:

@@ -6,7 +6,7 @@ Needs ../shared/golden/model and ../shared/data/uncased_vocab.txt. Writes next t
 
 * read_convert_expected.json: the original `read_examples` on read_lines.txt and its
   `convert_examples_to_features` on them (uncased vocab, do_lower_case True, max_seq_length
-  READ_SEQ_LENGTH, so long lines are truncated).
+  READ_SEQ_LENGTH, so long lines are truncated, and SHORT_SEQ_LENGTH).
 * golden_output.jsonl: the file the original `main` writes for model_input.txt with the golden
   model (flags in MODEL_FLAGS).
 
@@ -32,6 +32,8 @@ from bert_tf.original import load_original_module  # noqa: E402
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 GOLDEN_MODEL = os.path.join(SHARED, "golden", "model")
 READ_SEQ_LENGTH = 12
+# So short that truncation empties b: the original then drops b's [SEP] too.
+SHORT_SEQ_LENGTH = 4
 # The golden model has 3 layers, so the default --layers (down to -4) would fail in the original.
 MODEL_FLAGS = {"layers": "-2,0", "max_seq_length": 16, "batch_size": 2,
                "do_lower_case": True}
@@ -78,15 +80,20 @@ def _estimator_stand_in(tf):
 def record_read_convert(orig, vocab_file):
     tokenizer = orig.tokenization.FullTokenizer(vocab_file, do_lower_case=True)
     examples = orig.read_examples(os.path.join(HERE, "read_lines.txt"))
-    features = orig.convert_examples_to_features(examples, READ_SEQ_LENGTH, tokenizer)
+    def convert(seq_length):
+        features = orig.convert_examples_to_features(examples, seq_length, tokenizer)
+        return [{"unique_id": f.unique_id, "tokens": f.tokens, "input_ids": f.input_ids,
+                 "input_mask": f.input_mask, "input_type_ids": f.input_type_ids}
+                for f in features]
+
     return {
         "vocab": "uncased_vocab.txt",
         "do_lower_case": True,
         "max_seq_length": READ_SEQ_LENGTH,
         "examples": [[e.unique_id, e.text_a, e.text_b] for e in examples],
-        "features": [{"unique_id": f.unique_id, "tokens": f.tokens, "input_ids": f.input_ids,
-                      "input_mask": f.input_mask, "input_type_ids": f.input_type_ids}
-                     for f in features],
+        "features": convert(READ_SEQ_LENGTH),
+        "short_max_seq_length": SHORT_SEQ_LENGTH,
+        "short_features": convert(SHORT_SEQ_LENGTH),
     }
 
 
