@@ -33,7 +33,8 @@ from bert_tf.fast_tokenization import TokenizerModule
 
 def truncated_lengths(len_a, len_b, max_length):
     """Lengths the pair truncation leaves (the closed form of popping from the longer, b on a
-    tie, until len_a + len_b <= max_length).
+    tie, until len_a + len_b <= max_length): the graph twin of
+    `bert_tf.data.classifier.truncate_lengths`.
 
     While b is the shorter and fits in half of max_length only a is cut (and vice versa, b
     being cut on ties); otherwise both meet at max_length / 2, a keeping the odd token.
@@ -153,9 +154,7 @@ class ServingInputs(tf.Module):
     def single(self, text_a):
         """text_a: tf.string [N] -> dict of int32 [N, max_seq_length]."""
         ids = self.tokenizer(text_a)
-        empty = tf.RaggedTensor.from_row_lengths(
-            tf.zeros([0], tf.int64), tf.zeros([tf.shape(text_a)[0]], tf.int64))
-        return self._layout(ids, empty)
+        return self._layout(ids, _empty_rows(ids.nrows()))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def words(self, text_a):
@@ -176,8 +175,7 @@ class ServingInputs(tf.Module):
             - tf.gather(words.row_splits, words.value_rowids()), pieces_per_word)
         starts = tf.repeat(tf.cumsum(pieces_per_word, exclusive=True), pieces_per_word)
         is_first = tf.equal(tf.range(tf.size(word_index, out_type=tf.int64)), starts)
-        features = self._layout(ids, tf.RaggedTensor.from_row_lengths(
-            tf.zeros([0], tf.int64), tf.zeros_like(ids.row_lengths())))
+        features = self._layout(ids, _empty_rows(ids.nrows()))
         keep = tf.minimum(ids.row_lengths(), self.max_seq_length - 2)
         n = tf.shape(text_a, out_type=tf.int64)[0]
         minus_one = _filled(tf.ones([n], tf.int64), -1, tf.int32)
@@ -191,6 +189,11 @@ class ServingInputs(tf.Module):
                 0, shape=shape)
         features["num_words"] = tf.cast(words.row_lengths(), tf.int32)
         return features
+
+
+def _empty_rows(n):
+    """A ragged int64 [n, None] with empty rows (no text b)."""
+    return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64), tf.zeros([n], tf.int64))
 
 
 def _row_sums(values, row_splits):
