@@ -97,3 +97,21 @@ def print_table(headers, rows):
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print(line(row))
+
+
+def cpu_description():
+    """'<model name>; <n> logical CPUs; flags: <SIMD flags>' from /proc/cpuinfo (for headers)."""
+    model, flags, count = "unknown CPU", [], 0
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name":
+                    model, count = value, count + 1
+                elif key == "flags" and not flags:
+                    flags = value.split()
+    except OSError:
+        pass
+    simd = [f for f in flags if f.startswith(("avx", "amx", "fma", "sse4"))]
+    return f"{model}; {count} logical CPUs; flags: {' '.join(simd) or 'n/a'}"
