@@ -1,0 +1,409 @@
+"""SQuAD post-processing: start/end logits per window -> predictions.json, nbest, null odds.
+
+`write_predictions` writes the same three files, byte for byte, as google-research/bert's
+run_squad.py (FINETUNING.md §2.5-2.6), with its global FLAGS as parameters:
+
+  - per window, the `n_best_size` highest start and end logits (stable sort, ties to the lower
+    position, over all positions including padding) form candidate spans; a span is kept when
+    both ends are in the window's document part, the window gives its start the most context,
+    end >= start and its length is at most `max_answer_length`;
+  - 2.0: the null score is the smallest `start[0] + end[0]` over the example's windows and is
+    added as a candidate;
+  - candidates are sorted by start + end logit (stable); their texts are the WordPiece span
+    mapped back to the original words by `get_final_text`, taking `n_best_size` distinct texts
+    (2.0 adds the "" entry if it was not among them, so up to n_best_size + 1 entries);
+    with no candidate at all the single entry is "empty" (0.0, 0.0);
+  - probabilities are a softmax over the kept entries' start + end logits (float64);
+  - 1.1 predicts the first entry's text ("empty" included); 2.0 predicts "" when
+    `null score - best non-null score > null_score_diff_threshold`, else the best non-null text,
+    and writes that difference to null_odds.json;
+  - JSON with indent 4 (ASCII escapes), floats as the float64 repr of the float32 logits.
+
+Where we differ (the original crashes): in 2.0, when no non-null candidate survives (only the
+null entry, or an example with no window at all because its context is empty), the original
+raises AttributeError (or IndexError). We predict "" (no answer: it is the only candidate) and
+write the largest finite float, 1.7976931348623157e+308, to null_odds.json (the difference to a
+non-null score that does not exist, +inf, which JSON cannot hold), so that every
+`na_prob_thresh` of the evaluation also treats the question as unanswered. The nbest entry of an
+example with no window is ("", 0.0, 0.0) with probability 1.0.
+
+Speed (same output): best indexes by numpy argsort, candidate filtering vectorized per window,
+one BasicTokenizer per call instead of one per candidate, JSON written by a specialised encoder
+that produces `json.dumps(..., indent=4)`'s bytes.
+"""
+
+import collections
+import json
+import math
+import os
+import sys
+
+import numpy as np
+from absl import logging
+
+from bert_tf import tokenization
+
+__all__ = [
+    "RawResult",
+    "PredictionError",
+    "write_predictions",
+    "compute_predictions",
+    "get_final_text",
+    "NO_ANSWER_NULL_ODDS",
+]
+
+RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
+
+# null_odds.json value when no non-null answer exists (see the module docstring).
+NO_ANSWER_NULL_ODDS = sys.float_info.max
+
+
+class PredictionError(ValueError):
+    """Results that do not match the features (a missing unique_id, logits of the wrong size)."""
+
+
+def _get_best_indexes(logits, n_best_size):
+    """Positions of the n_best_size largest logits, largest first, ties to the lower position."""
+    order = np.argsort(-np.asarray(logits, dtype=np.float64), kind="stable")
+    return order[:max(n_best_size, 0)].tolist()
+
+
+def _compute_softmax(scores):
+    """Softmax over a list of floats (math.exp, summed in order, as the original)."""
+    if not scores:
+        return []
+    max_score = max(scores)
+    exp_scores = [math.exp(score - max_score) for score in scores]
+    total = 0.0
+    for x in exp_scores:
+        total += x
+    return [x / total for x in exp_scores]
+
+
+def _strip_spaces(text):
+    """(text without " ", map: index in that text -> index in `text`)."""
+    kept = [i for i, c in enumerate(text) if c != " "]
+    return "".join(text[i] for i in kept), kept
+
+
+class _FinalText:
+    """`get_final_text` with one BasicTokenizer per casing and a memo of (pred, orig) pairs."""
+
+    def __init__(self, verbose_logging=False):
+        self.verbose_logging = verbose_logging
+        self._tokenizers = {}
+        self._memo = {}
+
+    def __call__(self, pred_text, orig_text, do_lower_case):
+        key = (pred_text, orig_text, do_lower_case)
+        text = self._memo.get(key)
+        if text is None:
+            text = self._memo[key] = self._final_text(pred_text, orig_text, do_lower_case)
+        return text
+
+    def _log(self, *args):
+        if self.verbose_logging:
+            logging.info(*args)
+
+    def _final_text(self, pred_text, orig_text, do_lower_case):
+        tokenizer = self._tokenizers.get(do_lower_case)
+        if tokenizer is None:
+            tokenizer = self._tokenizers[do_lower_case] = tokenization.BasicTokenizer(
+                do_lower_case=do_lower_case)
+        tok_text = " ".join(tokenizer.tokenize(orig_text))
+        start = tok_text.find(pred_text)
+        if start == -1:
+            self._log("Unable to find text: '%s' in '%s'" % (pred_text, orig_text))
+            return orig_text
+        end = start + len(pred_text) - 1
+        orig_ns_text, orig_ns_to_s = _strip_spaces(orig_text)
+        tok_ns_text, tok_ns_to_s = _strip_spaces(tok_text)
+        if len(orig_ns_text) != len(tok_ns_text):
+            self._log("Length not equal after stripping spaces: '%s' vs '%s'",
+                      orig_ns_text, tok_ns_text)
+            return orig_text
+        # Characters correspond one to one once spaces are gone: map the predicted span's ends
+        # from tok_text to orig_text through their non-space index.
+        tok_s_to_ns = {s: ns for ns, s in enumerate(tok_ns_to_s)}
+        ns_start = tok_s_to_ns.get(start)
+        if ns_start is None or ns_start >= len(orig_ns_to_s):
+            self._log("Couldn't map start position")
+            return orig_text
+        ns_end = tok_s_to_ns.get(end)
+        if ns_end is None or ns_end >= len(orig_ns_to_s):
+            self._log("Couldn't map end position")
+            return orig_text
+        return orig_text[orig_ns_to_s[ns_start]:orig_ns_to_s[ns_end] + 1]
+
+
+def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
+    """Projects a de-tokenized prediction back onto the original words' text.
+
+    `orig_text` is BasicTokenizer-ed and joined with spaces; the first occurrence of
+    `pred_text` in it is mapped character by character (spaces ignored) onto `orig_text`.
+    Falls back to `orig_text` when `pred_text` is not found, when the two texts differ in
+    length without spaces (e.g. accents stripped by lower-casing, removed control characters),
+    or when an end cannot be mapped. E.g. ("steve smith", "Steve Smith's") -> "Steve Smith".
+    """
+    return _FinalText(verbose_logging)(pred_text, orig_text, do_lower_case)
+
+
+class _WindowView:
+    """What the candidate filter needs from one feature, from ours or the original's class.
+
+    valid_start / valid_end: bool arrays over positions (the window's document part; for the
+    start also "this window gives it the most context"); piece(i) / word(i): the token and
+    word index at output position i.
+    """
+
+    __slots__ = ("valid_start", "valid_end", "num_positions", "tokens", "word_index")
+
+    def __init__(self, feature, length):
+        if hasattr(feature, "doc_start"):  # bert_tf.data.squad.InputFeatures: compact fields
+            offset, n, s = feature.doc_offset, feature.doc_length, feature.doc_start
+            num_positions = feature.num_tokens
+            valid_end = np.zeros(max(length, num_positions), bool)
+            valid_end[offset:offset + n] = True
+            valid_start = np.zeros_like(valid_end)
+            valid_start[offset:offset + n] = feature.max_context_flags()
+            document = feature.document
+            self.tokens = lambda i, j: document.tokens[s + i - offset:s + j - offset]
+            self.word_index = lambda i: document.tok_to_orig_index[s + i - offset]
+        else:
+            tokens, orig_map = feature.tokens, feature.token_to_orig_map
+            max_context = feature.token_is_max_context
+            num_positions = len(tokens)
+            size = max(length, num_positions)
+            valid_end = np.array([i < num_positions and i in orig_map for i in range(size)])
+            valid_start = valid_end & np.array(
+                [bool(max_context.get(i, False)) for i in range(size)])
+            self.tokens = lambda i, j: tokens[i:j]
+            self.word_index = orig_map.__getitem__
+        self.valid_start, self.valid_end = valid_start, valid_end
+        self.num_positions = num_positions
+
+
+def _logits_of(result, feature, view):
+    start = np.asarray(result.start_logits, dtype=np.float64).reshape(-1)
+    end = np.asarray(result.end_logits, dtype=np.float64).reshape(-1)
+    if len(start) != len(end) or len(start) < view.num_positions:
+        raise PredictionError(
+            f"result of unique_id {feature.unique_id}: {len(start)} start and {len(end)} end "
+            f"logits for a feature of {view.num_positions} tokens (expected max_seq_length each)")
+    return start, end
+
+
+def _detokenize(tok_tokens):
+    text = " ".join(tok_tokens)
+    text = text.replace(" ##", "").replace("##", "")
+    return " ".join(text.strip().split())
+
+
+def compute_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
+                        do_lower_case, version_2_with_negative=False,
+                        null_score_diff_threshold=0.0, verbose_logging=False):
+    """The three outputs of `write_predictions`, as dicts (qas_id keys in example order).
+
+    Returns:
+      (predictions: {qas_id: str}, nbest: {qas_id: [OrderedDict(text, probability,
+      start_logit, end_logit)]}, null_odds: {qas_id: float}, empty unless 2.0).
+    """
+    features_of = collections.defaultdict(list)
+    for feature in all_features:
+        features_of[feature.example_index].append(feature)
+    result_of = {}
+    for result in all_results:
+        result_of[int(result.unique_id)] = result
+    final_text = _FinalText(verbose_logging)
+
+    all_predictions = collections.OrderedDict()
+    all_nbest = collections.OrderedDict()
+    null_odds = collections.OrderedDict()
+    for example_index, example in enumerate(all_examples):
+        features = features_of[example_index]
+        score_null = 1000000  # the original's "large and positive" start
+        null_start_logit = null_end_logit = 0
+        parts = []  # per feature: (feature index, starts, ends, start logits, end logits)
+        views = []
+        for feature_index, feature in enumerate(features):
+            result = result_of.get(feature.unique_id)
+            if result is None:
+                raise PredictionError(
+                    f"no result for unique_id {feature.unique_id} (question id "
+                    f"{example.qas_id!r}, window {feature.doc_span_index})")
+            view = _WindowView(feature, len(result.start_logits))
+            views.append(view)
+            start_logits, end_logits = _logits_of(result, feature, view)
+            if version_2_with_negative:
+                feature_null = start_logits[0] + end_logits[0]
+                if feature_null < score_null:
+                    score_null = float(feature_null)
+                    null_start_logit = float(start_logits[0])
+                    null_end_logit = float(end_logits[0])
+            starts = np.array(_get_best_indexes(start_logits, n_best_size), dtype=np.int64)
+            ends = np.array(_get_best_indexes(end_logits, n_best_size), dtype=np.int64)
+            # Pairs in the original's loop order (start outer, end inner), invalid ones dropped.
+            ok = (view.valid_start[starts][:, None] & view.valid_end[ends][None, :] &
+                  (ends[None, :] >= starts[:, None]) &
+                  (ends[None, :] - starts[:, None] + 1 <= max_answer_length))
+            rows, cols = np.nonzero(ok)
+            if len(rows):
+                s, e = starts[rows], ends[cols]
+                parts.append((np.full(len(s), feature_index), s, e, start_logits[s],
+                              end_logits[e]))
+        if parts:
+            feature_indexes, starts, ends, start_l, end_l = (
+                np.concatenate(column) for column in zip(*parts))
+        else:
+            feature_indexes = starts = ends = np.zeros(0, np.int64)
+            start_l = end_l = np.zeros(0, np.float64)
+        candidates = list(zip(feature_indexes.tolist(), starts.tolist(), ends.tolist(),
+                              start_l.tolist(), end_l.tolist()))
+        totals = (start_l + end_l).tolist()
+        if version_2_with_negative:
+            candidates.append((None, 0, 0, null_start_logit, null_end_logit))
+            totals.append(null_start_logit + null_end_logit)
+        order = np.argsort(-np.array(totals, dtype=np.float64), kind="stable").tolist()
+
+        seen = set()
+        nbest = []
+        for k in order:
+            if len(nbest) >= n_best_size:
+                break
+            feature_index, start, end, start_logit, end_logit = candidates[k]
+            if start > 0:
+                view = views[feature_index]
+                tok_text = _detokenize(view.tokens(start, end + 1))
+                first, last = view.word_index(start), view.word_index(end)
+                orig_text = " ".join(example.doc_tokens[first:last + 1])
+                text = final_text(tok_text, orig_text, do_lower_case)
+                if text in seen:
+                    continue
+            else:
+                text = ""
+            seen.add(text)
+            nbest.append((text, start_logit, end_logit))
+        if version_2_with_negative and "" not in seen:
+            nbest.append(("", null_start_logit, null_end_logit))
+        if not nbest:
+            nbest.append(("empty", 0.0, 0.0))
+
+        probs = _compute_softmax([s + e for _, s, e in nbest])
+        all_nbest[example.qas_id] = [
+            collections.OrderedDict(
+                (("text", text), ("probability", p), ("start_logit", s), ("end_logit", e)))
+            for (text, s, e), p in zip(nbest, probs)]
+        best = next((entry for entry in nbest if entry[0]), None)
+        if not version_2_with_negative:
+            all_predictions[example.qas_id] = nbest[0][0]
+        elif best is None:
+            null_odds[example.qas_id] = NO_ANSWER_NULL_ODDS
+            all_predictions[example.qas_id] = ""
+        else:
+            score_diff = score_null - best[1] - best[2]
+            null_odds[example.qas_id] = score_diff
+            all_predictions[example.qas_id] = (
+                "" if score_diff > null_score_diff_threshold else best[0])
+    return all_predictions, all_nbest, null_odds
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+_encode_string = json.encoder.encode_basestring_ascii
+
+
+def _number(x):
+    """json.dumps of an int or float."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(x)
+    if isinstance(x, int):
+        return int.__repr__(x)
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float.__repr__(x)
+
+
+def _dumps_indent4(obj):
+    """`json.dumps(obj, indent=4)` for the three outputs' shapes (str keys; values str,
+    numbers, or lists of flat dicts), faster; anything else goes to json.dumps itself."""
+    try:
+        if not obj:
+            return "{}"
+        lines = []
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                raise TypeError(key)
+            if isinstance(value, str):
+                text = _encode_string(value)
+            elif isinstance(value, list):
+                entries = []
+                for entry in value:
+                    fields = ",\n".join(
+                        "            " + _encode_string(k) + ": " +
+                        (_encode_string(v) if isinstance(v, str) else _number(v))
+                        for k, v in entry.items())
+                    entries.append("        {\n" + fields + "\n        }")
+                text = "[\n" + ",\n".join(entries) + "\n    ]" if entries else "[]"
+            else:
+                text = _number(value)
+            lines.append("    " + _encode_string(key) + ": " + text)
+        return "{\n" + ",\n".join(lines) + "\n}"
+    except TypeError:
+        return json.dumps(obj, indent=4)
+
+
+def _write_atomically(path, text):
+    path = str(path)
+    temp = f"{path}.tmp-{os.getpid()}"
+    try:
+        if "://" in path:
+            import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
+
+            with tf.io.gfile.GFile(temp, "w") as f:
+                f.write(text)
+            tf.io.gfile.rename(temp, path, overwrite=True)
+        else:
+            with open(temp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(temp, path)
+    except BaseException:
+        if "://" not in path and os.path.exists(temp):
+            os.remove(temp)
+        raise
+
+
+def write_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
+                      do_lower_case, output_prediction_file, output_nbest_file,
+                      output_null_log_odds_file, version_2_with_negative=False,
+                      null_score_diff_threshold=0.0, verbose_logging=False):
+    """Writes predictions.json, nbest_predictions.json and (2.0) null_odds.json.
+
+    Args:
+      all_examples: list of SquadExample (from read_squad_examples(..., is_training=False)).
+      all_features: the InputFeatures of those examples (convert_examples_to_features).
+      all_results: RawResult(unique_id, start_logits, end_logits) per feature, logits of
+        max_seq_length floats (lists or arrays; float32 values are widened exactly).
+      n_best_size, max_answer_length, do_lower_case, version_2_with_negative,
+      null_score_diff_threshold, verbose_logging: the run_squad.py flags (20, 30, -, False,
+        0.0, False).
+      output_*_file: paths; each is written to `<path>.tmp-<pid>` and renamed.
+
+    Returns:
+      (predictions, nbest, null_odds) as `compute_predictions`.
+
+    Raises:
+      PredictionError: a feature without a result, or logits shorter than its tokens.
+    """
+    logging.info("Writing predictions to: %s" % output_prediction_file)
+    logging.info("Writing nbest to: %s" % output_nbest_file)
+    predictions, nbest, null_odds = compute_predictions(
+        all_examples, all_features, all_results, n_best_size, max_answer_length, do_lower_case,
+        version_2_with_negative, null_score_diff_threshold, verbose_logging)
+    _write_atomically(output_prediction_file, _dumps_indent4(predictions) + "\n")
+    _write_atomically(output_nbest_file, _dumps_indent4(nbest) + "\n")
+    if version_2_with_negative:
+        _write_atomically(output_null_log_odds_file, _dumps_indent4(null_odds) + "\n")
+    return predictions, nbest, null_odds
