@@ -25,7 +25,7 @@ raises AttributeError (or IndexError). We predict "" (no answer: it is the only 
 write the largest finite float, 1.7976931348623157e+308, to null_odds.json (the difference to a
 non-null score that does not exist, +inf, which JSON cannot hold), so that every
 `na_prob_thresh` of the evaluation also treats the question as unanswered. The nbest entry of an
-example with no window is ("", 0.0, 0.0) with probability 1.0.
+example with no window is ("", 0, 0) with probability 1.0.
 
 Speed (same output): best indexes by numpy argsort, candidate filtering vectorized per window,
 one BasicTokenizer per call instead of one per candidate, JSON written by a specialised encoder
