@@ -80,60 +80,79 @@ def _compute_softmax(scores):
     return [x / total for x in exp_scores]
 
 
-def _strip_spaces(text):
-    """(text without " ", map: index in that text -> index in `text`)."""
-    kept = [i for i, c in enumerate(text) if c != " "]
-    return "".join(text[i] for i in kept), kept
+def _non_space_position(text, ns_index):
+    """Index in `text` of its ns_index-th character other than " " (None past the end)."""
+    seen = position = 0
+    for piece in text.split(" "):
+        if ns_index < seen + len(piece):
+            return position + ns_index - seen
+        seen += len(piece)
+        position += len(piece) + 1
+    return None
 
 
 class _FinalText:
-    """`get_final_text` with one BasicTokenizer per casing and a memo of (pred, orig) pairs."""
+    """`get_final_text` with a memo of BasicTokenizer results (per context word in
+    `of_words`)."""
 
     def __init__(self, verbose_logging=False):
         self.verbose_logging = verbose_logging
-        self._tokenizers = {}
-        self._memo = {}
+        self._memo = {}  # do_lower_case -> (BasicTokenizer, {text: its tokens})
 
     def __call__(self, pred_text, orig_text, do_lower_case):
-        key = (pred_text, orig_text, do_lower_case)
-        text = self._memo.get(key)
-        if text is None:
-            text = self._memo[key] = self._final_text(pred_text, orig_text, do_lower_case)
-        return text
+        return self._final_text(pred_text, orig_text, do_lower_case,
+                                self._basic_tokens(orig_text, do_lower_case))
+
+    def of_words(self, pred_text, words, do_lower_case):
+        """The final text for orig_text = " ".join(words) (words without " " inside): the
+        basic tokens of such a text are those of its words one after the other."""
+        tokens = []
+        for word in words:
+            tokens += self._basic_tokens(word, do_lower_case)
+        return self._final_text(pred_text, " ".join(words), do_lower_case, tokens)
 
     def _log(self, *args):
         if self.verbose_logging:
             logging.info(*args)
 
-    def _final_text(self, pred_text, orig_text, do_lower_case):
-        tokenizer = self._tokenizers.get(do_lower_case)
-        if tokenizer is None:
-            tokenizer = self._tokenizers[do_lower_case] = tokenization.BasicTokenizer(
-                do_lower_case=do_lower_case)
-        tok_text = " ".join(tokenizer.tokenize(orig_text))
+    def _basic_tokens(self, text, do_lower_case):
+        """BasicTokenizer(do_lower_case).tokenize(text), memoized."""
+        entry = self._memo.get(do_lower_case)
+        if entry is None:
+            entry = self._memo[do_lower_case] = (tokenization.BasicTokenizer(do_lower_case), {})
+        tokenizer, memo = entry
+        tokens = memo.get(text)
+        if tokens is None:
+            tokens = tokenizer.tokenize(text)
+            if len(memo) < 1_000_000:
+                memo[text] = tokens
+        return tokens
+
+    def _final_text(self, pred_text, orig_text, do_lower_case, orig_tokens):
+        tok_text = " ".join(orig_tokens)
         start = tok_text.find(pred_text)
         if start == -1:
             self._log("Unable to find text: '%s' in '%s'" % (pred_text, orig_text))
             return orig_text
         end = start + len(pred_text) - 1
-        orig_ns_text, orig_ns_to_s = _strip_spaces(orig_text)
-        tok_ns_text, tok_ns_to_s = _strip_spaces(tok_text)
-        if len(orig_ns_text) != len(tok_ns_text):
+        if len(orig_text) - orig_text.count(" ") != len(tok_text) - tok_text.count(" "):
             self._log("Length not equal after stripping spaces: '%s' vs '%s'",
-                      orig_ns_text, tok_ns_text)
+                      orig_text.replace(" ", ""), tok_text.replace(" ", ""))
             return orig_text
-        # Characters correspond one to one once spaces are gone: map the predicted span's ends
-        # from tok_text to orig_text through their non-space index.
-        tok_s_to_ns = {s: ns for ns, s in enumerate(tok_ns_to_s)}
-        ns_start = tok_s_to_ns.get(start)
-        if ns_start is None or ns_start >= len(orig_ns_to_s):
+        # Without spaces the two texts correspond character by character: map the predicted
+        # span's ends from tok_text to orig_text through their index among non-space characters.
+        orig_start = orig_end = None
+        if tok_text[start:start + 1] not in ("", " "):
+            orig_start = _non_space_position(orig_text, start - tok_text.count(" ", 0, start))
+        if orig_start is None:
             self._log("Couldn't map start position")
             return orig_text
-        ns_end = tok_s_to_ns.get(end)
-        if ns_end is None or ns_end >= len(orig_ns_to_s):
+        if 0 <= end and tok_text[end] != " ":
+            orig_end = _non_space_position(orig_text, end - tok_text.count(" ", 0, end))
+        if orig_end is None:
             self._log("Couldn't map end position")
             return orig_text
-        return orig_text[orig_ns_to_s[ns_start]:orig_ns_to_s[ns_end] + 1]
+        return orig_text[orig_start:orig_end + 1]
 
 
 def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
@@ -275,8 +294,8 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
                 view = views[feature_index]
                 tok_text = _detokenize(view.tokens(start, end + 1))
                 first, last = view.word_index(start), view.word_index(end)
-                orig_text = " ".join(example.doc_tokens[first:last + 1])
-                text = final_text(tok_text, orig_text, do_lower_case)
+                text = final_text.of_words(tok_text, example.doc_tokens[first:last + 1],
+                                           do_lower_case)
                 if text in seen:
                     continue
             else:
@@ -315,6 +334,8 @@ _encode_string = json.encoder.encode_basestring_ascii
 
 def _number(x):
     """json.dumps of an int or float."""
+    if type(x) is float and x - x == 0:  # finite: the common case
+        return float.__repr__(x)
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(x)
     if isinstance(x, int):
