@@ -266,27 +266,18 @@ def run_side(args, side, out):
     return report
 
 
-def _records(path):
-    with open(path, "rb") as f:
-        while True:
-            head = f.read(12)
-            if not head:
-                return
-            n = int.from_bytes(head[:8], "little")
-            yield f.read(n)
-            f.read(4)
-
-
 def compare_outputs(ours, original):
     """{file: "identical" or what differs}."""
     from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
+
+    from pretraining_data import read_records  # a sibling script
 
     verdict = {}
     for name in ("train.tf_record", "eval.tf_record"):
         a_path, b_path = os.path.join(ours, name), os.path.join(original, name)
         if not (os.path.exists(a_path) and os.path.exists(b_path)):
             continue
-        a, b = list(_records(a_path)), list(_records(b_path))
+        a, b = list(read_records(a_path)), list(read_records(b_path))
         diff = sum(example_pb2.Example.FromString(x) != example_pb2.Example.FromString(y)
                    for x, y in zip(a, b)) + abs(len(a) - len(b))
         verdict[name] = f"{len(a):,} records " + ("identical" if not diff else

@@ -32,7 +32,9 @@ one BasicTokenizer per call instead of one per candidate, JSON written by a spec
 that produces `json.dumps(..., indent=4)`'s bytes.
 """
 
+import bisect
 import collections
+import itertools
 import json
 import math
 import os
@@ -91,45 +93,64 @@ def _non_space_position(text, ns_index):
     return None
 
 
+class _WordTokens(dict):
+    """word -> its BasicTokenizer tokens joined with spaces ("" if none), filled on demand."""
+
+    def __init__(self, do_lower_case):
+        super().__init__()
+        self.tokenizer = tokenization.BasicTokenizer(do_lower_case)
+
+    def __missing__(self, word):
+        value = " ".join(self.tokenizer.tokenize(word))
+        if len(self) < 1_000_000:
+            self[word] = value
+        return value
+
+
 class _FinalText:
-    """`get_final_text` with a memo of BasicTokenizer results (per context word in
-    `of_words`)."""
+    """`get_final_text` with BasicTokenizer results memoized per word."""
 
     def __init__(self, verbose_logging=False):
         self.verbose_logging = verbose_logging
-        self._memo = {}  # do_lower_case -> (BasicTokenizer, {text: its tokens})
+        self._word_tokens = {}  # do_lower_case -> _WordTokens
+
+    def _memo(self, do_lower_case):
+        memo = self._word_tokens.get(do_lower_case)
+        if memo is None:
+            memo = self._word_tokens[do_lower_case] = _WordTokens(do_lower_case)
+        return memo
 
     def __call__(self, pred_text, orig_text, do_lower_case):
-        return self._final_text(pred_text, orig_text, do_lower_case,
-                                self._basic_tokens(orig_text, do_lower_case))
+        tok_text = " ".join(self._memo(do_lower_case).tokenizer.tokenize(orig_text))
+        return self._final_text(pred_text, orig_text, tok_text,
+                                lambda k: _non_space_position(orig_text, k))
 
     def of_words(self, pred_text, words, do_lower_case):
-        """The final text for orig_text = " ".join(words) (words without " " inside): the
-        basic tokens of such a text are those of its words one after the other."""
-        tokens = []
-        for word in words:
-            tokens += self._basic_tokens(word, do_lower_case)
-        return self._final_text(pred_text, " ".join(words), do_lower_case, tokens)
+        """The final text for orig_text = " ".join(words), words without " " inside.
+
+        The BasicTokenizer tokens of such a text are its words' tokens one after the other,
+        and its k-th non-space character is in word bisect_right(cumulative lengths, k).
+        """
+        memo = self._word_tokens.get(do_lower_case) or self._memo(do_lower_case)
+        tok_text = " ".join(filter(None, map(memo.__getitem__, words)))
+        orig_text = " ".join(words)
+        if orig_text.count(" ") != len(words) - 1:
+            return self(pred_text, orig_text, do_lower_case)
+        ends = []
+
+        def position(k):
+            if not ends:
+                ends.extend(itertools.accumulate(map(len, words)))
+            word = bisect.bisect_right(ends, k)
+            return k + word if word < len(words) else None
+
+        return self._final_text(pred_text, orig_text, tok_text, position)
 
     def _log(self, *args):
         if self.verbose_logging:
             logging.info(*args)
 
-    def _basic_tokens(self, text, do_lower_case):
-        """BasicTokenizer(do_lower_case).tokenize(text), memoized."""
-        entry = self._memo.get(do_lower_case)
-        if entry is None:
-            entry = self._memo[do_lower_case] = (tokenization.BasicTokenizer(do_lower_case), {})
-        tokenizer, memo = entry
-        tokens = memo.get(text)
-        if tokens is None:
-            tokens = tokenizer.tokenize(text)
-            if len(memo) < 1_000_000:
-                memo[text] = tokens
-        return tokens
-
-    def _final_text(self, pred_text, orig_text, do_lower_case, orig_tokens):
-        tok_text = " ".join(orig_tokens)
+    def _final_text(self, pred_text, orig_text, tok_text, non_space_position):
         start = tok_text.find(pred_text)
         if start == -1:
             self._log("Unable to find text: '%s' in '%s'" % (pred_text, orig_text))
@@ -143,12 +164,12 @@ class _FinalText:
         # span's ends from tok_text to orig_text through their index among non-space characters.
         orig_start = orig_end = None
         if tok_text[start:start + 1] not in ("", " "):
-            orig_start = _non_space_position(orig_text, start - tok_text.count(" ", 0, start))
+            orig_start = non_space_position(start - tok_text.count(" ", 0, start))
         if orig_start is None:
             self._log("Couldn't map start position")
             return orig_text
         if 0 <= end and tok_text[end] != " ":
-            orig_end = _non_space_position(orig_text, end - tok_text.count(" ", 0, end))
+            orig_end = non_space_position(end - tok_text.count(" ", 0, end))
         if orig_end is None:
             self._log("Couldn't map end position")
             return orig_text
@@ -167,49 +188,61 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
     return _FinalText(verbose_logging)(pred_text, orig_text, do_lower_case)
 
 
-class _WindowView:
-    """What the candidate filter needs from one feature, from ours or the original's class.
+def _windows(features, example, result_of):
+    """The arrays of one example's windows.
 
-    valid_start / valid_end: bool arrays over positions (the window's document part; for the
-    start also "this window gives it the most context"); piece(i) / word(i): the token and
-    word index at output position i.
+    Returns:
+      logits: float64 [F, 2, L] (start, end); valid_start, valid_end: bool [F, L], whether a
+      position is in the window's document part (for the start also: the window gives it the
+      most context); texts: per window (pieces, base, word_of) with the piece at output
+      position i = pieces[base + i] and its word = word_of[base + i].
     """
-
-    __slots__ = ("valid_start", "valid_end", "num_positions", "tokens", "word_index")
-
-    def __init__(self, feature, length):
-        if hasattr(feature, "doc_start"):  # bert_tf.data.squad.InputFeatures: compact fields
-            offset, n, s = feature.doc_offset, feature.doc_length, feature.doc_start
-            num_positions = feature.num_tokens
-            valid_end = np.zeros(max(length, num_positions), bool)
-            valid_end[offset:offset + n] = True
-            valid_start = np.zeros_like(valid_end)
-            valid_start[offset:offset + n] = feature.max_context_flags()
-            document = feature.document
-            self.tokens = lambda i, j: document.tokens[s + i - offset:s + j - offset]
-            self.word_index = lambda i: document.tok_to_orig_index[s + i - offset]
-        else:
-            tokens, orig_map = feature.tokens, feature.token_to_orig_map
-            max_context = feature.token_is_max_context
-            num_positions = len(tokens)
-            size = max(length, num_positions)
-            valid_end = np.array([i < num_positions and i in orig_map for i in range(size)])
-            valid_start = valid_end & np.array(
-                [bool(max_context.get(i, False)) for i in range(size)])
-            self.tokens = lambda i, j: tokens[i:j]
-            self.word_index = orig_map.__getitem__
-        self.valid_start, self.valid_end = valid_start, valid_end
-        self.num_positions = num_positions
-
-
-def _logits_of(result, feature, view):
-    start = np.asarray(result.start_logits, dtype=np.float64).reshape(-1)
-    end = np.asarray(result.end_logits, dtype=np.float64).reshape(-1)
-    if len(start) != len(end) or len(start) < view.num_positions:
+    results = []
+    for feature in features:
+        result = result_of.get(feature.unique_id)
+        if result is None:
+            raise PredictionError(
+                f"no result for unique_id {feature.unique_id} (question id "
+                f"{example.qas_id!r}, window {feature.doc_span_index})")
+        results.append((result.start_logits, result.end_logits))
+    try:
+        logits = np.array(results, dtype=np.float64).reshape(len(features), 2, -1)
+    except ValueError:
         raise PredictionError(
-            f"result of unique_id {feature.unique_id}: {len(start)} start and {len(end)} end "
-            f"logits for a feature of {view.num_positions} tokens (expected max_seq_length each)")
-    return start, end
+            f"question id {example.qas_id!r}: start and end logits of different lengths "
+            "(expected max_seq_length floats each)") from None
+    length = logits.shape[2]
+    valid_start = np.zeros((len(features), length), bool)
+    valid_end = np.zeros((len(features), length), bool)
+    texts = []
+    best_arrays = {}  # the windows of an example share one list of max-context winners
+    for f, feature in enumerate(features):
+        compact = hasattr(feature, "doc_start")  # bert_tf.data.squad.InputFeatures
+        num_positions = feature.num_tokens if compact else len(feature.tokens)
+        if num_positions > length:
+            raise PredictionError(
+                f"result of unique_id {feature.unique_id}: {length} logits for a feature of "
+                f"{num_positions} tokens (expected max_seq_length)")
+        if compact:
+            offset, n, s = feature.doc_offset, feature.doc_length, feature.doc_start
+            best = best_arrays.get(id(feature.best_span))
+            if best is None:
+                best = best_arrays[id(feature.best_span)] = np.asarray(feature.best_span)
+            valid_end[f, offset:offset + n] = True
+            valid_start[f, offset:offset + n] = best[s:s + n] == feature.doc_span_index
+            document = feature.document
+            texts.append((document.tokens, s - offset, document.tok_to_orig_index))
+        else:  # the original's InputFeatures (tokens, token_to_orig_map, token_is_max_context)
+            orig_map, max_context = feature.token_to_orig_map, feature.token_is_max_context
+            for i in orig_map:
+                if 0 <= i < num_positions:
+                    valid_end[f, i] = True
+                    valid_start[f, i] = bool(max_context.get(i, False))
+            texts.append((feature.tokens, 0, orig_map))
+    return logits, valid_start, valid_end, texts
+
+
+_CHUNK = 64
 
 
 def _detokenize(tok_tokens):
@@ -224,8 +257,8 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     """The three outputs of `write_predictions`, as dicts (qas_id keys in example order).
 
     Returns:
-      (predictions: {qas_id: str}, nbest: {qas_id: [OrderedDict(text, probability,
-      start_logit, end_logit)]}, null_odds: {qas_id: float}, empty unless 2.0).
+      (predictions: {qas_id: str}, nbest: {qas_id: [{"text", "probability", "start_logit",
+      "end_logit"}]}, null_odds: {qas_id: float}, empty unless 2.0).
     """
     features_of = collections.defaultdict(list)
     for feature in all_features:
@@ -234,74 +267,73 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     for result in all_results:
         result_of[int(result.unique_id)] = result
     final_text = _FinalText(verbose_logging)
+    n = max(n_best_size, 0)
 
-    all_predictions = collections.OrderedDict()
-    all_nbest = collections.OrderedDict()
-    null_odds = collections.OrderedDict()
+    all_predictions, all_nbest, null_odds = {}, {}, {}
     for example_index, example in enumerate(all_examples):
         features = features_of[example_index]
         score_null = 1000000  # the original's "large and positive" start
         null_start_logit = null_end_logit = 0
-        parts = []  # per feature: (feature index, starts, ends, start logits, end logits)
-        views = []
-        for feature_index, feature in enumerate(features):
-            result = result_of.get(feature.unique_id)
-            if result is None:
-                raise PredictionError(
-                    f"no result for unique_id {feature.unique_id} (question id "
-                    f"{example.qas_id!r}, window {feature.doc_span_index})")
-            view = _WindowView(feature, len(result.start_logits))
-            views.append(view)
-            start_logits, end_logits = _logits_of(result, feature, view)
+        if features:
+            logits, valid_start, valid_end, texts = _windows(features, example, result_of)
             if version_2_with_negative:
-                feature_null = start_logits[0] + end_logits[0]
-                if feature_null < score_null:
-                    score_null = float(feature_null)
-                    null_start_logit = float(start_logits[0])
-                    null_end_logit = float(end_logits[0])
-            starts = np.array(_get_best_indexes(start_logits, n_best_size), dtype=np.int64)
-            ends = np.array(_get_best_indexes(end_logits, n_best_size), dtype=np.int64)
-            # Pairs in the original's loop order (start outer, end inner), invalid ones dropped.
-            ok = (view.valid_start[starts][:, None] & view.valid_end[ends][None, :] &
-                  (ends[None, :] >= starts[:, None]) &
-                  (ends[None, :] - starts[:, None] + 1 <= max_answer_length))
-            rows, cols = np.nonzero(ok)
-            if len(rows):
-                s, e = starts[rows], ends[cols]
-                parts.append((np.full(len(s), feature_index), s, e, start_logits[s],
-                              end_logits[e]))
-        if parts:
-            feature_indexes, starts, ends, start_l, end_l = (
-                np.concatenate(column) for column in zip(*parts))
-        else:
-            feature_indexes = starts = ends = np.zeros(0, np.int64)
-            start_l = end_l = np.zeros(0, np.float64)
-        candidates = list(zip(feature_indexes.tolist(), starts.tolist(), ends.tolist(),
-                              start_l.tolist(), end_l.tolist()))
-        totals = (start_l + end_l).tolist()
+                nulls = logits[:, 0, 0] + logits[:, 1, 0]
+                f = int(np.argmin(nulls))  # the first window with the smallest null score
+                if nulls[f] < score_null:
+                    score_null = float(nulls[f])
+                    null_start_logit, null_end_logit = logits[f, :, 0].tolist()
+            # Each window's n best starts and ends (stable: ties to the lower position), then
+            # the pairs in the original's loop order (window, start, end), invalid ones dropped.
+            best = np.argsort(-logits, axis=-1, kind="stable")[:, :, :n]
+            starts, ends = best[:, 0, :], best[:, 1, :]
+            ok = (np.take_along_axis(valid_start, starts, 1)[:, :, None] &
+                  np.take_along_axis(valid_end, ends, 1)[:, None, :])
+            span = ends[:, None, :] - starts[:, :, None]
+            ok &= (span >= 0) & (span + 1 <= max_answer_length)
+            feature_index, i, j = np.nonzero(ok)
+            start_index, end_index = starts[feature_index, i], ends[feature_index, j]
+            start_l = logits[feature_index, 0, start_index]
+            end_l = logits[feature_index, 1, end_index]
+            totals = start_l + end_l
+        else:  # a context without pieces: no window
+            feature_index = start_index = end_index = np.zeros(0, np.int64)
+            start_l = end_l = totals = np.zeros(0)
+            texts = []
+            if version_2_with_negative:
+                start_l = end_l = np.zeros(0, np.int64)  # the null logits stay the int 0
         if version_2_with_negative:
-            candidates.append((None, 0, 0, null_start_logit, null_end_logit))
-            totals.append(null_start_logit + null_end_logit)
-        order = np.argsort(-np.array(totals, dtype=np.float64), kind="stable").tolist()
+            feature_index = np.append(feature_index, -1)
+            start_index, end_index = np.append(start_index, 0), np.append(end_index, 0)
+            start_l = np.append(start_l, null_start_logit)
+            end_l = np.append(end_l, null_end_logit)
+            totals = np.append(totals, null_start_logit + null_end_logit)
+        order = np.argsort(-totals, kind="stable")
 
         seen = set()
         nbest = []
-        for k in order:
+        # Candidates in order of total, converted a chunk at a time: only the first few are
+        # usually needed.
+        for chunk_start in range(0, len(order), _CHUNK):
             if len(nbest) >= n_best_size:
                 break
-            feature_index, start, end, start_logit, end_logit = candidates[k]
-            if start > 0:
-                view = views[feature_index]
-                tok_text = _detokenize(view.tokens(start, end + 1))
-                first, last = view.word_index(start), view.word_index(end)
-                text = final_text.of_words(tok_text, example.doc_tokens[first:last + 1],
-                                           do_lower_case)
-                if text in seen:
-                    continue
-            else:
-                text = ""
-            seen.add(text)
-            nbest.append((text, start_logit, end_logit))
+            chunk = order[chunk_start:chunk_start + _CHUNK]
+            for f, start, end, start_logit, end_logit in zip(
+                    feature_index[chunk].tolist(), start_index[chunk].tolist(),
+                    end_index[chunk].tolist(), start_l[chunk].tolist(), end_l[chunk].tolist()):
+                if len(nbest) >= n_best_size:
+                    break
+                if start > 0:
+                    pieces, base, word_of = texts[f]
+                    tok_text = _detokenize(pieces[base + start:base + end + 1])
+                    first, last = word_of[base + start], word_of[base + end]
+                    text = final_text.of_words(tok_text, example.doc_tokens[first:last + 1],
+                                               do_lower_case)
+                    if text in seen:
+                        continue
+                else:
+                    text = ""
+                seen.add(text)
+                nbest.append((text, start_logit, end_logit))
         if version_2_with_negative and "" not in seen:
             nbest.append(("", null_start_logit, null_end_logit))
         if not nbest:
@@ -309,20 +341,19 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
 
         probs = _compute_softmax([s + e for _, s, e in nbest])
         all_nbest[example.qas_id] = [
-            collections.OrderedDict(
-                (("text", text), ("probability", p), ("start_logit", s), ("end_logit", e)))
+            {"text": text, "probability": p, "start_logit": s, "end_logit": e}
             for (text, s, e), p in zip(nbest, probs)]
-        best = next((entry for entry in nbest if entry[0]), None)
+        best_entry = next((entry for entry in nbest if entry[0]), None)
         if not version_2_with_negative:
             all_predictions[example.qas_id] = nbest[0][0]
-        elif best is None:
+        elif best_entry is None:
             null_odds[example.qas_id] = NO_ANSWER_NULL_ODDS
             all_predictions[example.qas_id] = ""
         else:
-            score_diff = score_null - best[1] - best[2]
+            score_diff = score_null - best_entry[1] - best_entry[2]
             null_odds[example.qas_id] = score_diff
             all_predictions[example.qas_id] = (
-                "" if score_diff > null_score_diff_threshold else best[0])
+                "" if score_diff > null_score_diff_threshold else best_entry[0])
     return all_predictions, all_nbest, null_odds
 
 
@@ -347,6 +378,11 @@ def _number(x):
     return float.__repr__(x)
 
 
+_NBEST_KEYS = ("text", "probability", "start_logit", "end_logit")
+_NBEST_ENTRY = "        {\n" + ",\n".join(
+    f'            "{key}": %s' for key in _NBEST_KEYS) + "\n        }"
+
+
 def _dumps_indent4(obj):
     """`json.dumps(obj, indent=4)` for the three outputs' shapes (str keys; values str,
     numbers, or lists of flat dicts), faster; anything else goes to json.dumps itself."""
@@ -362,6 +398,11 @@ def _dumps_indent4(obj):
             elif isinstance(value, list):
                 entries = []
                 for entry in value:
+                    if tuple(entry) == _NBEST_KEYS:
+                        entries.append(_NBEST_ENTRY % (
+                            _encode_string(entry["text"]), _number(entry["probability"]),
+                            _number(entry["start_logit"]), _number(entry["end_logit"])))
+                        continue
                     fields = ",\n".join(
                         "            " + _encode_string(k) + ": " +
                         (_encode_string(v) if isinstance(v, str) else _number(v))

@@ -29,18 +29,9 @@ def tokenizer():
     return FullTokenizer(VOCAB, do_lower_case=True)
 
 
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 @pytest.fixture
 def absl_log():
-    capture = _Capture()
+    capture = make_expected.Capture()
     logger = logging.getLogger("absl")
     old_level = logger.level
     logger.addHandler(capture)

@@ -137,7 +137,7 @@ def test_missing_or_short_results_raise(tokenizer, tmp_path):
                                                  f"{features[3].unique_id}"):
         sp.compute_predictions(examples, features, results[:3] + results[4:], 20, 30, True)
     short = [sp.RawResult(r.unique_id, r.start_logits[:5], r.end_logits[:5]) for r in results]
-    with pytest.raises(sp.PredictionError, match="5 start and 5 end logits"):
+    with pytest.raises(sp.PredictionError, match="5 logits for a feature of"):
         sp.compute_predictions(examples, features, short, 20, 30, True)
 
 
