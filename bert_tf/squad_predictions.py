@@ -27,9 +27,11 @@ non-null score that does not exist, +inf, which JSON cannot hold), so that every
 `na_prob_thresh` of the evaluation also treats the question as unanswered. The nbest entry of an
 example with no window is ("", 0, 0) with probability 1.0.
 
-Speed (same output): best indexes by numpy argsort, candidate filtering vectorized per window,
-one BasicTokenizer per call instead of one per candidate, JSON written by a specialised encoder
-that produces `json.dumps(..., indent=4)`'s bytes.
+Speed (same output): best indexes and the span filter in numpy for all windows of an example
+at once; candidates taken from numpy in score order a chunk at a time (usually only the first
+few are needed); BasicTokenizer output memoized per context word (the original builds a
+tokenizer and tokenizes the whole span for every candidate); a JSON encoder specialised to
+these three shapes that produces `json.dumps(..., indent=4)`'s bytes.
 """
 
 import bisect
@@ -64,10 +66,15 @@ class PredictionError(ValueError):
     """Results that do not match the features (a missing unique_id, logits of the wrong size)."""
 
 
+def _best_indexes(logits, n_best_size):
+    """Positions of the n_best_size largest logits along the last axis of a float64 array,
+    largest first, ties to the lower position (a stable sort, as the original's `sorted`)."""
+    return np.argsort(-logits, axis=-1, kind="stable")[..., :max(n_best_size, 0)]
+
+
 def _get_best_indexes(logits, n_best_size):
-    """Positions of the n_best_size largest logits, largest first, ties to the lower position."""
-    order = np.argsort(-np.asarray(logits, dtype=np.float64), kind="stable")
-    return order[:max(n_best_size, 0)].tolist()
+    """The original's helper on one list of logits: a list of positions."""
+    return _best_indexes(np.asarray(logits, dtype=np.float64), n_best_size).tolist()
 
 
 def _compute_softmax(scores):
@@ -267,7 +274,6 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     for result in all_results:
         result_of[int(result.unique_id)] = result
     final_text = _FinalText(verbose_logging)
-    n = max(n_best_size, 0)
 
     all_predictions, all_nbest, null_odds = {}, {}, {}
     for example_index, example in enumerate(all_examples):
@@ -284,7 +290,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
                     null_start_logit, null_end_logit = logits[f, :, 0].tolist()
             # Each window's n best starts and ends (stable: ties to the lower position), then
             # the pairs in the original's loop order (window, start, end), invalid ones dropped.
-            best = np.argsort(-logits, axis=-1, kind="stable")[:, :, :n]
+            best = _best_indexes(logits, n_best_size)
             starts, ends = best[:, 0, :], best[:, 1, :]
             ok = (np.take_along_axis(valid_start, starts, 1)[:, :, None] &
                   np.take_along_axis(valid_end, ends, 1)[:, None, :])
