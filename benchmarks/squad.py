@@ -223,17 +223,19 @@ def worker(args):
 
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
     logging.getLogger("absl").setLevel(logging.WARNING)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     side = Side(args.side, args.original_repo, args.vocab_file, args.version_2)
-    report = {"import_s": time.perf_counter() - start, "rss_after_import": _peak_rss()}
+    report = {"import_s": time.perf_counter() - start,
+              "import_cpu": time.process_time() - cpu_start, "rss_after_import": _peak_rss()}
     ctx = {"side": side, "data": args.data, "out": args.out}
     for name in args.steps.split(","):
         prepare, step = STEPS[name]
         if prepare:
             prepare(ctx)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         step(ctx)
         report[f"{name}_s"] = time.perf_counter() - start
+        report[f"{name}_cpu"] = time.process_time() - cpu_start
         report[f"{name}_peak_rss"] = _peak_rss()
     report.update((k, ctx[k]) for k in ("num_train_examples", "num_train_features") if k in ctx)
     if "eval_features" in ctx:
@@ -350,16 +352,21 @@ def main(argv=None):
           f"features, eval features {ours.get('num_eval_features', '?'):,}")
     print(f"1-minute load average at the end: {os.getloadavg()[0]:.2f} (2 cores shared with "
           "other sessions: above ~1 means competition)")
-    print("| step | original s | bert_tf s | speed-up | original peak RSS | bert_tf peak RSS |")
+    print("Wall seconds, and CPU seconds of the process (less sensitive to the other sessions); "
+          "peak RSS = the process's peak so far, at the end of the step.")
+    print("| step | original s (CPU) | bert_tf s (CPU) | speed-up wall (CPU) | original peak RSS "
+          "| bert_tf peak RSS |")
     print("|---|---:|---:|---:|---:|---:|")
     gib = 2 ** 30
+    o = reports.get("original", {})
+    nan = float("nan")
     for name in ["import"] + steps:
-        o = reports.get("original", {})
-        key = f"{name}_s"
+        wall, cpu = f"{name}_s", f"{name}_cpu"
         rss_key = "rss_after_import" if name == "import" else f"{name}_peak_rss"
-        ratio = (f"{o[key] / ours[key]:.2f}x" if key in o and ours[key] > 0 else "-")
-        print(f"| {name} | {o.get(key, float('nan')):.2f} | {ours[key]:.2f} | {ratio} | "
-              f"{o.get(rss_key, float('nan')) / gib:.2f} GiB | {ours[rss_key] / gib:.2f} GiB |")
+        ratio = (f"{o[wall] / ours[wall]:.2f}x ({o[cpu] / ours[cpu]:.2f}x)" if wall in o else "-")
+        print(f"| {name} | {o.get(wall, nan):.2f} ({o.get(cpu, nan):.2f}) | {ours[wall]:.2f} "
+              f"({ours[cpu]:.2f}) | {ratio} | {o.get(rss_key, nan) / gib:.2f} GiB | "
+              f"{ours[rss_key] / gib:.2f} GiB |")
     if "original" in reports:
         print("\noutputs, bert_tf vs original:")
         for name, verdict in compare_outputs(str(workdir / "bert_tf"),

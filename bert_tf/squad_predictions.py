@@ -68,8 +68,25 @@ class PredictionError(ValueError):
 
 def _best_indexes(logits, n_best_size):
     """Positions of the n_best_size largest logits along the last axis of a float64 array,
-    largest first, ties to the lower position (a stable sort, as the original's `sorted`)."""
-    return np.argsort(-logits, axis=-1, kind="stable")[..., :max(n_best_size, 0)]
+    largest first, ties to the lower position (the original's stable `sorted`).
+
+    A partial sort (argpartition) finds them; a row where the n-th largest value is tied with
+    a position left out (the partition chose among ties arbitrarily) is sorted fully.
+    """
+    n = max(n_best_size, 0)
+    length = logits.shape[-1]
+    negative = -logits
+    if n >= length:
+        return np.argsort(negative, axis=-1, kind="stable")
+    if n == 0:
+        return np.zeros(logits.shape[:-1] + (0,), np.int64)
+    chosen = np.argpartition(negative, n - 1, axis=-1)[..., :n]
+    values = np.take_along_axis(negative, chosen, -1)
+    best = np.take_along_axis(chosen, np.lexsort((chosen, values), axis=-1), -1)
+    tied = (negative <= values.max(axis=-1, keepdims=True)).sum(axis=-1) != n
+    if tied.any():
+        best[tied] = np.argsort(negative[tied], axis=-1, kind="stable")[..., :n]
+    return best
 
 
 def _get_best_indexes(logits, n_best_size):
@@ -195,29 +212,28 @@ def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False):
     return _FinalText(verbose_logging)(pred_text, orig_text, do_lower_case)
 
 
-def _windows(features, example, result_of):
-    """The arrays of one example's windows.
+def _block_arrays(features, result_of, example_of):
+    """The arrays of consecutive windows (all windows of some examples).
 
     Returns:
-      logits: float64 [F, 2, L] (start, end); valid_start, valid_end: bool [F, L], whether a
+      logits: float64 [N, 2, L] (start, end); valid_start, valid_end: bool [N, L], whether a
       position is in the window's document part (for the start also: the window gives it the
       most context); texts: per window (pieces, base, word_of) with the piece at output
       position i = pieces[base + i] and its word = word_of[base + i].
     """
-    results = []
+    rows = []
     for feature in features:
         result = result_of.get(feature.unique_id)
         if result is None:
             raise PredictionError(
                 f"no result for unique_id {feature.unique_id} (question id "
-                f"{example.qas_id!r}, window {feature.doc_span_index})")
-        results.append((result.start_logits, result.end_logits))
+                f"{example_of(feature).qas_id!r}, window {feature.doc_span_index})")
+        rows.append((result.start_logits, result.end_logits))
     try:
-        logits = np.array(results, dtype=np.float64).reshape(len(features), 2, -1)
+        logits = np.array(rows, dtype=np.float64).reshape(len(features), 2, -1)
     except ValueError:
-        raise PredictionError(
-            f"question id {example.qas_id!r}: start and end logits of different lengths "
-            "(expected max_seq_length floats each)") from None
+        raise PredictionError("results with start and end logits of different lengths "
+                              "(expected max_seq_length floats each)") from None
     length = logits.shape[2]
     valid_start = np.zeros((len(features), length), bool)
     valid_end = np.zeros((len(features), length), bool)
@@ -232,11 +248,12 @@ def _windows(features, example, result_of):
                 f"{num_positions} tokens (expected max_seq_length)")
         if compact:
             offset, n, s = feature.doc_offset, feature.doc_length, feature.doc_start
-            best = best_arrays.get(id(feature.best_span))
-            if best is None:
-                best = best_arrays[id(feature.best_span)] = np.asarray(feature.best_span)
+            key = id(feature.best_span)
+            if key not in best_arrays:
+                best_arrays[key] = (feature.best_span, np.asarray(feature.best_span))
             valid_end[f, offset:offset + n] = True
-            valid_start[f, offset:offset + n] = best[s:s + n] == feature.doc_span_index
+            valid_start[f, offset:offset + n] = (
+                best_arrays[key][1][s:s + n] == feature.doc_span_index)
             document = feature.document
             texts.append((document.tokens, s - offset, document.tok_to_orig_index))
         else:  # the original's InputFeatures (tokens, token_to_orig_map, token_is_max_context)
@@ -249,6 +266,7 @@ def _windows(features, example, result_of):
     return logits, valid_start, valid_end, texts
 
 
+_BLOCK_EXAMPLES = 256
 _CHUNK = 64
 
 
@@ -273,94 +291,138 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     result_of = {}
     for result in all_results:
         result_of[int(result.unique_id)] = result
-    final_text = _FinalText(verbose_logging)
+    output = ({}, {}, {})
+    predict = _ExamplePredictor(n_best_size, max_answer_length, do_lower_case,
+                                version_2_with_negative, null_score_diff_threshold,
+                                _FinalText(verbose_logging), output)
+    # Examples in blocks: numpy works on all windows of a block at once, memory stays bounded.
+    for block_start in range(0, len(all_examples), _BLOCK_EXAMPLES):
+        examples = all_examples[block_start:block_start + _BLOCK_EXAMPLES]
+        features, example_of_window = [], []
+        for k, example_index in enumerate(range(block_start, block_start + len(examples))):
+            features += features_of[example_index]
+            example_of_window += [k] * len(features_of[example_index])
+        if features:
+            arrays = _block_arrays(features, result_of,
+                                   lambda f: all_examples[f.example_index])
+            candidates = _block_candidates(*arrays[:3], np.array(example_of_window),
+                                           n_best_size, max_answer_length)
+        else:
+            arrays, candidates = (np.zeros((0, 2, 0)), None, None, []), None
+        window_start = 0
+        for k, example in enumerate(examples):
+            count = len(features_of[block_start + k])
+            predict(example, arrays[0][window_start:window_start + count], arrays[3],
+                    candidates[k] if candidates else None)
+            window_start += count
+    return output
 
-    all_predictions, all_nbest, null_odds = {}, {}, {}
-    for example_index, example in enumerate(all_examples):
-        features = features_of[example_index]
+
+def _block_candidates(logits, valid_start, valid_end, example_of_window, n_best_size,
+                      max_answer_length):
+    """Per example of a block: its valid spans sorted by total score (stable), as arrays
+    (window, start, end, start logit, end logit, total) or None when it has none.
+
+    The spans of a window are its n best starts x n best ends in the original's loop order
+    (window, start, end), kept when both are in the document part, the start has max context,
+    end >= start and the length is at most max_answer_length.
+    """
+    best = _best_indexes(logits, n_best_size)
+    starts, ends = best[:, 0, :], best[:, 1, :]
+    ok = (np.take_along_axis(valid_start, starts, 1)[:, :, None] &
+          np.take_along_axis(valid_end, ends, 1)[:, None, :])
+    span = ends[:, None, :] - starts[:, :, None]
+    ok &= (span >= 0) & (span + 1 <= max_answer_length)
+    window, i, j = np.nonzero(ok)
+    start, end = starts[window, i], ends[window, j]
+    start_l, end_l = logits[window, 0, start], logits[window, 1, end]
+    total = start_l + end_l
+    example = example_of_window[window]
+    order = np.lexsort((-total, example))  # stable: ties keep the loop order
+    columns = [c[order] for c in (window, start, end, start_l, end_l, total)]
+    num_examples = int(example_of_window[-1]) + 1 if len(example_of_window) else 0
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(example, minlength=num_examples))))
+    return [tuple(c[a:b] for c in columns) if b > a else None
+            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
+class _ExamplePredictor:
+    """The n-best list, prediction and null odds of one example, into `output` dicts."""
+
+    def __init__(self, n_best_size, max_answer_length, do_lower_case, version_2_with_negative,
+                 null_score_diff_threshold, final_text, output):
+        self.n_best_size = n_best_size
+        self.do_lower_case = do_lower_case
+        self.version_2 = version_2_with_negative
+        self.threshold = null_score_diff_threshold
+        self.final_text = final_text
+        self.predictions, self.nbest, self.null_odds = output
+
+    def __call__(self, example, logits, texts, candidates):
+        """logits: float64 [F, 2, L] of the example's windows; texts: the block's text access
+        per window; candidates: from `_block_candidates` (None if none)."""
+        n_best_size = self.n_best_size
         score_null = 1000000  # the original's "large and positive" start
         null_start_logit = null_end_logit = 0
-        if features:
-            logits, valid_start, valid_end, texts = _windows(features, example, result_of)
-            if version_2_with_negative:
-                nulls = logits[:, 0, 0] + logits[:, 1, 0]
-                f = int(np.argmin(nulls))  # the first window with the smallest null score
-                if nulls[f] < score_null:
-                    score_null = float(nulls[f])
-                    null_start_logit, null_end_logit = logits[f, :, 0].tolist()
-            # Each window's n best starts and ends (stable: ties to the lower position), then
-            # the pairs in the original's loop order (window, start, end), invalid ones dropped.
-            best = _best_indexes(logits, n_best_size)
-            starts, ends = best[:, 0, :], best[:, 1, :]
-            ok = (np.take_along_axis(valid_start, starts, 1)[:, :, None] &
-                  np.take_along_axis(valid_end, ends, 1)[:, None, :])
-            span = ends[:, None, :] - starts[:, :, None]
-            ok &= (span >= 0) & (span + 1 <= max_answer_length)
-            feature_index, i, j = np.nonzero(ok)
-            start_index, end_index = starts[feature_index, i], ends[feature_index, j]
-            start_l = logits[feature_index, 0, start_index]
-            end_l = logits[feature_index, 1, end_index]
-            totals = start_l + end_l
-        else:  # a context without pieces: no window
-            feature_index = start_index = end_index = np.zeros(0, np.int64)
-            start_l = end_l = totals = np.zeros(0)
-            texts = []
-            if version_2_with_negative:
-                start_l = end_l = np.zeros(0, np.int64)  # the null logits stay the int 0
-        if version_2_with_negative:
-            feature_index = np.append(feature_index, -1)
-            start_index, end_index = np.append(start_index, 0), np.append(end_index, 0)
-            start_l = np.append(start_l, null_start_logit)
-            end_l = np.append(end_l, null_end_logit)
-            totals = np.append(totals, null_start_logit + null_end_logit)
-        order = np.argsort(-totals, kind="stable")
+        if self.version_2 and len(logits):
+            nulls = logits[:, 0, 0] + logits[:, 1, 0]
+            f = int(np.argmin(nulls))  # the first window with the smallest null score
+            if nulls[f] < score_null:
+                score_null = float(nulls[f])
+                null_start_logit, null_end_logit = logits[f, :, 0].tolist()
+        null_total = null_start_logit + null_end_logit
+        # The null span is the last candidate of the original's list: in the stable sort it
+        # comes after every span with a total >= its own.
+        null_pending = self.version_2
 
         seen = set()
         nbest = []
-        # Candidates in order of total, converted a chunk at a time: only the first few are
-        # usually needed.
-        for chunk_start in range(0, len(order), _CHUNK):
+
+        def add(text, start_logit, end_logit):
+            seen.add(text)
+            nbest.append((text, start_logit, end_logit))
+
+        count = len(candidates[0]) if candidates else 0
+        for chunk_start in range(0, count, _CHUNK):
             if len(nbest) >= n_best_size:
                 break
-            chunk = order[chunk_start:chunk_start + _CHUNK]
-            for f, start, end, start_logit, end_logit in zip(
-                    feature_index[chunk].tolist(), start_index[chunk].tolist(),
-                    end_index[chunk].tolist(), start_l[chunk].tolist(), end_l[chunk].tolist()):
+            chunk = slice(chunk_start, chunk_start + _CHUNK)
+            for window, start, end, start_logit, end_logit, total in zip(
+                    *(c[chunk].tolist() for c in candidates)):
+                if null_pending and total < null_total and len(nbest) < n_best_size:
+                    add("", null_start_logit, null_end_logit)
+                    null_pending = False
                 if len(nbest) >= n_best_size:
                     break
-                if start > 0:
-                    pieces, base, word_of = texts[f]
-                    tok_text = _detokenize(pieces[base + start:base + end + 1])
-                    first, last = word_of[base + start], word_of[base + end]
-                    text = final_text.of_words(tok_text, example.doc_tokens[first:last + 1],
-                                               do_lower_case)
-                    if text in seen:
-                        continue
-                else:
-                    text = ""
-                seen.add(text)
-                nbest.append((text, start_logit, end_logit))
-        if version_2_with_negative and "" not in seen:
+                pieces, base, word_of = texts[window]
+                tok_text = _detokenize(pieces[base + start:base + end + 1])
+                first, last = word_of[base + start], word_of[base + end]
+                text = self.final_text.of_words(
+                    tok_text, example.doc_tokens[first:last + 1], self.do_lower_case)
+                if text not in seen:
+                    add(text, start_logit, end_logit)
+        if null_pending and len(nbest) < n_best_size:
+            add("", null_start_logit, null_end_logit)
+        if self.version_2 and "" not in seen:
             nbest.append(("", null_start_logit, null_end_logit))
         if not nbest:
             nbest.append(("empty", 0.0, 0.0))
 
+        qas_id = example.qas_id
         probs = _compute_softmax([s + e for _, s, e in nbest])
-        all_nbest[example.qas_id] = [
+        self.nbest[qas_id] = [
             {"text": text, "probability": p, "start_logit": s, "end_logit": e}
             for (text, s, e), p in zip(nbest, probs)]
         best_entry = next((entry for entry in nbest if entry[0]), None)
-        if not version_2_with_negative:
-            all_predictions[example.qas_id] = nbest[0][0]
+        if not self.version_2:
+            self.predictions[qas_id] = nbest[0][0]
         elif best_entry is None:
-            null_odds[example.qas_id] = NO_ANSWER_NULL_ODDS
-            all_predictions[example.qas_id] = ""
+            self.null_odds[qas_id] = NO_ANSWER_NULL_ODDS
+            self.predictions[qas_id] = ""
         else:
             score_diff = score_null - best_entry[1] - best_entry[2]
-            null_odds[example.qas_id] = score_diff
-            all_predictions[example.qas_id] = (
-                "" if score_diff > null_score_diff_threshold else best_entry[0])
-    return all_predictions, all_nbest, null_odds
+            self.null_odds[qas_id] = score_diff
+            self.predictions[qas_id] = "" if score_diff > self.threshold else best_entry[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -178,3 +178,23 @@ def test_best_indexes_and_softmax_equal_original():
 ])
 def test_json_writer_matches_json_dumps(obj):
     assert sp._dumps_indent4(obj) == json.dumps(obj, indent=4)
+
+
+def test_best_indexes_with_many_ties_equal_a_stable_sort():
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    logits = rng.randint(0, 4, size=(50, 2, 30)).astype(np.float64)  # ties everywhere
+    logits[3, 0, :] = 1.0
+    for n in (0, 1, 5, 29, 30, 40):
+        got = sp._best_indexes(logits, n).tolist()
+        for row, want in zip(logits.reshape(-1, 30), np.reshape(got, (100, -1)).tolist()):
+            assert want == sorted(range(30), key=lambda i: -row[i])[:n]
+
+
+def test_blocks_of_examples_give_the_same_files(tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setattr(sp, "_BLOCK_EXAMPLES", 2)
+    expected = EXPECTED["predictions"]["v2/5/4/0"]
+    files = _write(tmp_path, *_inputs("v2", tokenizer), 5, 4, True, 0.0)
+    assert (files["predictions"], files["nbest"], files["null_odds"]) == (
+        expected["predictions"], expected["nbest"], expected["null_odds"])

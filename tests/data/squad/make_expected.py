@@ -1,4 +1,4 @@
-"""Records what the ORIGINAL google-research/bert run_squad.py does on squad_v1.json / squad_v2.json.
+"""Records what the ORIGINAL run_squad.py does on squad_v1.json and squad_v2.json.
 
 Run once with a copy of the original repository (imported with `tensorflow` resolved to
 `tf.compat.v1`, its files untouched):
