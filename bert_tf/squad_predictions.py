@@ -292,9 +292,8 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     for result in all_results:
         result_of[int(result.unique_id)] = result
     output = ({}, {}, {})
-    predict = _ExamplePredictor(n_best_size, max_answer_length, do_lower_case,
-                                version_2_with_negative, null_score_diff_threshold,
-                                _FinalText(verbose_logging), output)
+    predict = _ExamplePredictor(n_best_size, do_lower_case, version_2_with_negative,
+                                null_score_diff_threshold, _FinalText(verbose_logging), output)
     # Examples in blocks: numpy works on all windows of a block at once, memory stays bounded.
     for block_start in range(0, len(all_examples), _BLOCK_EXAMPLES):
         examples = all_examples[block_start:block_start + _BLOCK_EXAMPLES]
@@ -349,7 +348,7 @@ def _block_candidates(logits, valid_start, valid_end, example_of_window, n_best_
 class _ExamplePredictor:
     """The n-best list, prediction and null odds of one example, into `output` dicts."""
 
-    def __init__(self, n_best_size, max_answer_length, do_lower_case, version_2_with_negative,
+    def __init__(self, n_best_size, do_lower_case, version_2_with_negative,
                  null_score_diff_threshold, final_text, output):
         self.n_best_size = n_best_size
         self.do_lower_case = do_lower_case

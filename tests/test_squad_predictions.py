@@ -1,8 +1,6 @@
 """bert_tf.squad_predictions against the original's write_predictions (byte-identical files)."""
 
 import json
-import logging
-import math
 import os
 import types
 
