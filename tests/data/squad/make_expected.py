@@ -246,8 +246,9 @@ def main():
     out["softmax"] = [[list(s), orig._compute_softmax(list(s))] for s in SOFTMAX_CASES]
 
     out_path = os.path.join(HERE, "expected.json.gz")
-    with gzip.open(out_path + ".tmp", "wt", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=True, sort_keys=True)
+    text = json.dumps(out, ensure_ascii=True, sort_keys=True).encode()
+    with open(out_path + ".tmp", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+        f.write(text)  # mtime=0: the same records give the same bytes
     os.replace(out_path + ".tmp", out_path)
     print("wrote", out_path, os.path.getsize(out_path), "bytes")
 
