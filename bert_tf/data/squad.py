@@ -615,7 +615,7 @@ class _VarintMemo(dict):
         return encoded
 
 
-class FeatureWriter:
+class FeatureWriter(RoundRobinRecordWriter):
     """Writes InputFeatures as the original's `tf.train.Example` records, streaming to disk.
 
     Features: int64 unique_ids [1], input_ids / input_mask / segment_ids [max_seq_length];
@@ -624,18 +624,21 @@ class FeatureWriter:
     only in map order, so parsed records are equal.
 
     Records go to `<filename>.incomplete`, renamed to `filename` by `close()`; `abort()` (or
-    leaving the `with` block by an exception) removes it. Accepts any object with the
-    original's InputFeatures attributes.
+    leaving the `with` block by an exception) removes it (a one-file RoundRobinRecordWriter).
+    Accepts any object with the original's InputFeatures attributes.
     """
 
     def __init__(self, filename, is_training):
         self.filename = str(filename)
+        super().__init__([self.filename])
         self.is_training = is_training
-        self.num_features = 0
-        self._writer = RoundRobinRecordWriter([self.filename])
         self._varints = _VarintMemo()
         names = sorted(_record_feature_names(is_training))
         self._heads = [(name, _Int64EntryHeads(name)) for name in names]
+
+    @property
+    def num_features(self):
+        return self.num_written
 
     def encode(self, feature):
         """The serialized Example of one feature (bytes)."""
@@ -654,21 +657,4 @@ class FeatureWriter:
         return b"\x0a" + varint(len(body)) + body
 
     def process_feature(self, feature):
-        self.num_features += 1
-        self._writer.write(self.encode(feature))
-
-    def close(self):
-        self._writer.close()
-
-    def abort(self):
-        self._writer.abort()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-        return False
+        self.write(self.encode(feature))
