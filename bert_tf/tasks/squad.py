@@ -53,16 +53,8 @@ class SquadTask(Task):
         return BertTaskModel(config, head, name="bert_squad")
 
     def feature_spec(self, is_training):
-        """The original's records: int64 unique_ids [1], input_ids, input_mask, segment_ids
-        [L]; training adds start_positions and end_positions [1]."""
-        length = [self.max_seq_length]
-        spec = {"unique_ids": tf.io.FixedLenFeature([], tf.int64)}
-        for name in ("input_ids", "input_mask", "segment_ids"):
-            spec[name] = tf.io.FixedLenFeature(length, tf.int64)
-        if is_training:
-            spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
-            spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
-        return spec
+        """The original's records (`bert_tf.data.squad.record_feature_spec`)."""
+        return squad_data.record_feature_spec(self.max_seq_length, is_training)
 
     @staticmethod
     def _position_loss(logits, positions):
