@@ -34,9 +34,6 @@ TRAIN, EVAL, PREDICT = (str(DATA / n) for n in
 RECORDED_STEPS = len(EXPECTED["steps"]["0"])
 
 
-# The lead fixes this in the trainer (file, line and test in the helper's report); meanwhile the
-# tests that train are expected to fail.
-
 def make_task(dropout_rate=0.0):
     # The recording is dropout-free (the original's head dropout is fixed at 0.1 in training).
     return ClassificationTask("mrpc", LABELS, MAX_SEQ_LENGTH, dropout_rate=dropout_rate)
