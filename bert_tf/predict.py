@@ -134,8 +134,11 @@ def main(argv=None):
     if args.batch_size <= 0:
         parser.error(f"--batch_size={args.batch_size}: expected a positive number")
     source_name = args.input_file or "stdin"
-    source = (open(args.input_file, encoding="utf-8", newline="\n") if args.input_file
-              else sys.stdin)
+    try:
+        source = (open(args.input_file, encoding="utf-8", newline="\n") if args.input_file
+                  else sys.stdin)
+    except OSError as e:
+        parser.error(f"--input_file={args.input_file}: {e.strerror}")
     tmp = f"{args.output_file}.tmp-{os.getpid()}" if args.output_file else None
     sink = open(tmp, "w", encoding="utf-8") if tmp else sys.stdout
     try:

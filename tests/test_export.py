@@ -290,7 +290,9 @@ def test_predictor_writes_a_json_line_per_input_line(exports, served, tmp_path):
                                served["classifier"]["probabilities"], atol=1e-6, rtol=0)
 
     input_file = tmp_path / "questions.tsv"
-    input_file.write_text("".join(f"{q}\t{c}\n" for q, c in zip(QUESTIONS, CONTEXTS)))
+    # A line holds no newline; a space separates the context's words as well (its tab stays).
+    input_file.write_text("".join(f"{q}\t{c.replace(chr(10), ' ')}\n"
+                                  for q, c in zip(QUESTIONS, CONTEXTS)))
     output_file = tmp_path / "answers.jsonl"
     result = _predict(exports["squad"][1], "", f"--input_file={input_file}",
                       f"--output_file={output_file}")
