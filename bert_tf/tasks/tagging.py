@@ -28,13 +28,13 @@ from bert_tf import tagging_metrics, tokenization
 from bert_tf.data import conll
 from bert_tf.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
-from bert_tf.training import metrics
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+from bert_tf.training.trainer import TASK_FILE, Trainer, TrainerOptions, TrainingError
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
-EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
-TEST_PREDICTIONS_FILE = "test_predictions.txt"
+RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
+PREDICTION_FILES = {"eval_predictions": "eval_predictions.txt",
+                    "test_predictions": "test_predictions.txt"}
 
 
 class TaggingError(TrainingError):
@@ -236,7 +236,7 @@ def _split_path(options, split):
 
 def _saved_labels(output_dir):
     """The label list of output_dir's task.json when a tagging run wrote it, else None."""
-    path = os.path.join(output_dir, "task.json")
+    path = os.path.join(output_dir, TASK_FILE)
     if not tf.io.gfile.exists(path):
         return None
     try:
@@ -317,13 +317,24 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     trainer = Trainer(config, task, options, strategy)
     out = {"checkpoint": None, "eval_results": None, "eval_predictions": None,
            "test_predictions": None}
-    if do_train:
-        sentences, windows = data["train"]
-        train_file = os.path.join(output_dir, "train.tf_record")
-        conll.write_windows(train_file, windows)
-        logging.info("***** Running training *****")
+
+    def records(split, title, batch_size):
+        """Writes the split's records; returns (record file, sentences, windows)."""
+        sentences, windows = data[split]
+        path = os.path.join(output_dir, RECORD_FILES[split])
+        conll.write_windows(path, windows)
+        logging.info("***** Running %s *****", title)
         logging.info("  Num sentences = %d, windows = %d", len(sentences), len(windows))
-        logging.info("  Batch size = %d", options.train_batch_size)
+        logging.info("  Batch size = %d", batch_size)
+        return path, sentences, windows
+
+    def write_predictions(key, sentences, tags):
+        out[key] = os.path.join(output_dir, PREDICTION_FILES[key])
+        conll.write_conll_predictions(out[key], sentences, tags)
+        logging.info("Wrote %s", out[key])
+
+    if do_train:
+        train_file, _, _ = records("train", "training", options.train_batch_size)
         logging.info("  Num steps = %d", options.num_train_steps)
         out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
     else:
@@ -333,32 +344,18 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
                             "randomly initialized weights")
 
     if do_eval:
-        sentences, windows = data["dev"]
-        eval_file = os.path.join(output_dir, "eval.tf_record")
-        conll.write_windows(eval_file, windows)
-        logging.info("***** Running evaluation *****")
-        logging.info("  Num sentences = %d, windows = %d", len(sentences), len(windows))
+        eval_file, sentences, windows = records("dev", "evaluation", options.eval_batch_size)
         task.set_eval_sentences(sentences, len(windows))
-        out["eval_results"] = trainer.evaluate([eval_file], pad_final_batch=True,
-                                               results_file=None)
-        logging.info("Wrote %s", metrics.write_eval_results(output_dir, out["eval_results"]))
-        out["eval_predictions"] = os.path.join(output_dir, EVAL_PREDICTIONS_FILE)
-        conll.write_conll_predictions(out["eval_predictions"], sentences, task.eval_word_tags)
-        logging.info("Wrote %s", out["eval_predictions"])
+        # eval_results.txt, sorted keys (by the chief).
+        out["eval_results"] = trainer.evaluate([eval_file], pad_final_batch=True)
+        write_predictions("eval_predictions", sentences, task.eval_word_tags)
 
     if do_predict:
-        sentences, windows = data["test"]
-        predict_file = os.path.join(output_dir, "predict.tf_record")
-        conll.write_windows(predict_file, windows)
-        logging.info("***** Running prediction *****")
-        logging.info("  Num sentences = %d, windows = %d", len(sentences), len(windows))
-        logging.info("  Batch size = %d", options.predict_batch_size)
-        records = real_records(trainer.predict([predict_file], options.predict_batch_size))
-        if len(records["predictions"]) != len(windows):
-            raise AssertionError(f"{len(records['predictions'])} predictions for "
+        predict_file, sentences, windows = records("test", "prediction",
+                                                   options.predict_batch_size)
+        predicted = real_records(trainer.predict([predict_file], options.predict_batch_size))
+        if len(predicted["predictions"]) != len(windows):
+            raise AssertionError(f"{len(predicted['predictions'])} predictions for "
                                  f"{len(windows)} windows")
-        out["test_predictions"] = os.path.join(output_dir, TEST_PREDICTIONS_FILE)
-        conll.write_conll_predictions(out["test_predictions"], sentences,
-                                      task.word_tags(sentences, records))
-        logging.info("Wrote %s", out["test_predictions"])
+        write_predictions("test_predictions", sentences, task.word_tags(sentences, predicted))
     return out
