@@ -159,7 +159,7 @@ def test_entity_scores_of_hand_built_predictions(tmp_path, tokenizer):
                dict({k: v[1:] for k, v in stacked.items()}, weighted_loss=2.5, weight=4.0,
                     total_loss=0.625)]
     task = TaggingTask(labels, MAX_SEQ_LENGTH)
-    task.set_eval_sentences(sentences, len(windows))
+    task.set_eval_sentences(sentences, windows)
     results = task.finalize_eval(batches, global_step=7)
     assert task.eval_word_tags == word_tags
     assert results["eval_precision"] == pytest.approx(0.75)
@@ -170,6 +170,8 @@ def test_entity_scores_of_hand_built_predictions(tmp_path, tokenizer):
     assert results["eval_loss"] == pytest.approx(4.0 / 8)  # sum(w * CE) / sum(w)
     assert results["loss"] == pytest.approx(0.5)  # mean of the batch losses
     assert results["global_step"] == 7
+    with pytest.raises(AssertionError, match="do not match the 2 written, in order"):
+        task.finalize_eval(batches[::-1], global_step=7)  # records out of order
 
 
 def test_loss_is_the_mean_over_predicted_words_of_the_global_batch():

@@ -61,7 +61,7 @@ class TaggingTask(Task):
       dropout_rate: dropout on the sequence output in training.
 
     Eval needs the sentences the eval records were made from: call
-    `set_eval_sentences(sentences, num_windows)` before `Trainer.evaluate`; afterwards
+    `set_eval_sentences(sentences, windows)` before `Trainer.evaluate`; afterwards
     `eval_word_tags` holds the predicted tags (one list per sentence).
     """
 
@@ -80,7 +80,7 @@ class TaggingTask(Task):
         self.max_seq_length = max_seq_length
         self.dropout_rate = dropout_rate
         self.eval_sentences = None
-        self.eval_num_windows = None
+        self.eval_windows = None
         self.eval_word_tags = None
 
     def describe(self):
@@ -95,10 +95,11 @@ class TaggingTask(Task):
     def feature_spec(self, is_training):
         return conll.feature_spec(self.max_seq_length)
 
-    def set_eval_sentences(self, sentences, num_windows):
-        """The Sentence list (with tags) and the number of records of the next evaluation."""
+    def set_eval_sentences(self, sentences, windows):
+        """The Sentence list (with tags) and the Window list of the next evaluation's
+        records, in record order."""
         self.eval_sentences = list(sentences)
-        self.eval_num_windows = num_windows
+        self.eval_windows = [(w.sentence_index, w.window_index) for w in windows]
         self.eval_word_tags = None
 
     def local_normalizers(self, features):
@@ -155,10 +156,12 @@ class TaggingTask(Task):
         and global_step."""
         if self.eval_sentences is None:
             raise AssertionError("set_eval_sentences() must be called before evaluating")
-        records = real_records(batches)
-        if len(records["predictions"]) != self.eval_num_windows:
-            raise AssertionError(f"{len(records['predictions'])} eval records evaluated, "
-                                 f"{self.eval_num_windows} written")
+        records = real_records(batches, RECORD_KEYS + ("window_index",))
+        evaluated = [(int(s[0]), int(w[0])) for s, w in zip(records["sentence_index"],
+                                                              records["window_index"])]
+        if evaluated != self.eval_windows:
+            raise AssertionError(f"{len(evaluated)} eval records evaluated do not match the "
+                                 f"{len(self.eval_windows)} written, in order")
         self.eval_word_tags = self.word_tags(self.eval_sentences, records)
         scores = tagging_metrics.entity_scores([s.tags for s in self.eval_sentences],
                                                self.eval_word_tags)
@@ -342,7 +345,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
 
     if do_eval:
         eval_file, sentences, windows = records("dev", "evaluation", options.eval_batch_size)
-        task.set_eval_sentences(sentences, len(windows))
+        task.set_eval_sentences(sentences, windows)
         # eval_results.txt, sorted keys (by the chief).
         out["eval_results"] = trainer.evaluate([eval_file], pad_final_batch=True)
         write_predictions("eval_predictions", sentences, task.eval_word_tags)
