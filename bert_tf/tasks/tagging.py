@@ -28,8 +28,9 @@ from bert_tf import tagging_metrics, tokenization
 from bert_tf.data import conll
 from bert_tf.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
+from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import TASK_FILE, Trainer, TrainerOptions, TrainingError
+from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
@@ -192,44 +193,24 @@ class TaggingTask(Task):
 
 
 @dataclasses.dataclass(kw_only=True)
-class TaggingOptions(TrainerOptions):
+class TaggingOptions(FineTuningOptions):
     """run_tagging.py's flags (run_classifier.py's names and defaults where it has them, plus
     SQuAD's doc_stride) and the trainer's. num_train_steps and num_warmup_steps are derived
     from the number of training windows (records), not sentences."""
 
     data_dir: str
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 128
     doc_stride: int = 64
-    predict_batch_size: int = 8
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
     tagging_dropout: float = 0.1
-    learning_rate: float = 5e-5
-    num_train_steps: int = 1
-    num_warmup_steps: int = 0
 
     def problems(self, config):
         problems = super().problems(config)
         if self.max_seq_length < 3:
             problems.append(f"--max_seq_length must be at least 3 ([CLS], one word piece, "
                             f"[SEP]), got {self.max_seq_length}")
-        if self.max_seq_length > config.max_position_embeddings:
-            problems.append(
-                f"Cannot use sequence length {self.max_seq_length} because the BERT model was "
-                f"only trained up to sequence length {config.max_position_embeddings} "
-                f"(--max_seq_length > max_position_embeddings of the bert config)")
-        for name in ("doc_stride", "predict_batch_size"):
-            if getattr(self, name) <= 0:
-                problems.append(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.doc_stride <= 0:
+            problems.append(f"--doc_stride must be positive, got {self.doc_stride}")
         if not 0 <= self.tagging_dropout < 1:
             problems.append(f"--tagging_dropout must be in [0, 1), got {self.tagging_dropout}")
-        if self.num_train_epochs <= 0:
-            problems.append(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
-        if not 0 <= self.warmup_proportion <= 1:
-            problems.append(f"--warmup_proportion must be in [0, 1], got "
-                            f"{self.warmup_proportion}")
         return problems
 
 
@@ -307,14 +288,9 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     if do_train:
         train_windows = data["train"][1]
         # Steps count windows: a long sentence is several records of a training epoch.
-        steps = int(len(train_windows) / options.train_batch_size * options.num_train_epochs)
-        if steps <= 0:
-            raise TaggingError(
-                f"{_split_path(options, 'train')}: {len(train_windows)} training windows "
-                f"with --train_batch_size={options.train_batch_size} and --num_train_epochs="
-                f"{options.num_train_epochs} make 0 training steps")
-        options = dataclasses.replace(options, num_train_steps=steps,
-                                      num_warmup_steps=int(steps * options.warmup_proportion))
+        options = options.with_training_steps(
+            len(train_windows), _split_path(options, "train"), what="training windows",
+            error=TaggingError)
 
     task = TaggingTask(label_list, options.max_seq_length, dropout_rate=options.tagging_dropout)
     trainer = Trainer(config, task, options, strategy)
