@@ -297,8 +297,8 @@ def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
     np.testing.assert_allclose([v["total_loss"] for _, v in mirrored["history"]],
                                [v["total_loss"] for _, v in single["history"]], rtol=1e-5)
     # 11 eval records over 2 replicas: the padded last batch is split between them.
-    assert sorted(mirrored["results"]) == sorted(single["results"]) == [
-        "eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert sorted(mirrored["results"]) == sorted(single["results"])
+    assert {"eval_accuracy", "eval_loss", "global_step", "loss"} <= set(single["results"])
     for key, value in single["results"].items():
         assert mirrored["results"][key] == pytest.approx(value, rel=1e-5), key
 
