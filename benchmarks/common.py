@@ -1,11 +1,17 @@
-"""What every benchmark measures the same way: the matmul peak and BERT's FLOP counts."""
+"""What every benchmark does the same way: the header naming the machine, the matmul peak and
+BERT's FLOP counts. Importing it does not import TensorFlow (the data benchmarks avoid it)."""
 
+import importlib.metadata
 import os
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)  # measure this checkout's bert_tf, installed or not
 
-import tensorflow as tf  # noqa: E402
+from bert_tf import cpu_features  # noqa: E402
 
 BERT_BASE = dict(
     vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -21,6 +27,8 @@ def matmul_peak_gflops(dtype="float32", sizes=(1024, 2048, 4096), seconds=3.0):
     machine, the 4096^3 float32 matmul ran at 204-232 GFLOP/s and the 2048^3 one at 201-218
     across runs, and in bfloat16 1024^3 reached 1080 GFLOP/s against 488 for 4096^3 (its
     operands leave the caches). The best over sizes is the least disturbed estimate of the peak."""
+    import tensorflow as tf
+
     best = 0.0
     for n in sizes:
         a = tf.cast(tf.random.normal([n, n], dtype=tf.float32), dtype)
@@ -33,6 +41,35 @@ def matmul_peak_gflops(dtype="float32", sizes=(1024, 2048, 4096), seconds=3.0):
             matmul(a, b).numpy()
             best = max(best, 2.0 * n**3 / (time.perf_counter() - t0) / 1e9)
     return best
+
+
+def machine_header():
+    """The lines every benchmark prints first, so that each table names what it was measured
+    on: the CPU model and the flags that decide TensorFlow's kernels (a leading '-' marks an
+    absent one), whether bf16/fp16 are native, the TensorFlow version, the oneDNN setting and
+    the load average (the machine may be shared)."""
+    info = cpu_features.read_cpu_info()
+    words = {True: "yes", False: "no", None: "unknown"}
+    native = ", ".join(f"{kind} {words[info.native(kind)]}" for kind in cpu_features.NATIVE_FLAGS)
+    try:
+        tf_version = importlib.metadata.version("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        tf_version = "not installed"
+    onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+    onednn = ("on (TensorFlow's default on x86; TF_ENABLE_ONEDNN_OPTS unset)" if onednn is None
+              else f"TF_ENABLE_ONEDNN_OPTS={onednn}")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return "\n".join([
+        f"CPU: {info.describe()}; {os.cpu_count()} logical CPU(s)",
+        f"native 16-bit arithmetic: {native}",
+        f"TensorFlow {tf_version}; oneDNN {onednn}",
+        f"load average (1, 5, 15 min) at start: {load}",
+    ])
+
+
+def print_machine_header():
+    print(machine_header(), flush=True)
+    print()
 
 
 def encoder_forward_flops(config, seq_length):
@@ -60,3 +97,21 @@ def print_table(headers, rows):
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print(line(row))
+
+
+def cpu_description():
+    """'<model name>; <n> logical CPUs; flags: <SIMD flags>' from /proc/cpuinfo (for headers)."""
+    model, flags, count = "unknown CPU", [], 0
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name":
+                    model, count = value, count + 1
+                elif key == "flags" and not flags:
+                    flags = value.split()
+    except OSError:
+        pass
+    simd = [f for f in flags if f.startswith(("avx", "amx", "fma", "sse4"))]
+    return f"{model}; {count} logical CPUs; flags: {' '.join(simd) or 'n/a'}"

@@ -14,7 +14,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import BERT_BASE, encoder_forward_flops, matmul_peak_gflops, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, encoder_forward_flops, matmul_peak_gflops, print_machine_header, print_table,
+)
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -51,6 +53,7 @@ def main():
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--seconds", type=float, default=20.0, help="timed seconds per configuration")
     args = parser.parse_args()
+    print_machine_header()
 
     peaks = {dtype: matmul_peak_gflops(dtype) for dtype in ("float32", "bfloat16")}
     flops = encoder_forward_flops(BERT_BASE, args.seq_length)

@@ -15,7 +15,7 @@ the same run on the same batch, and each row shows our speed-up over it:
 
     python benchmarks/pretrain_step.py --batch_sizes=8 --original_repo=/tmp/orig_bert
 
-Precisions, XLA and sequence lengths (README section `scale`):
+Precisions, XLA and sequence lengths (docs/scale.md):
 
     python benchmarks/pretrain_step.py --dtype=float32,bfloat16 --xla=off,on \
         --seq_batch=128:8,512:2 --steps=5
@@ -31,7 +31,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, matmul_peak_gflops, pretraining_step_flops, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, matmul_peak_gflops, pretraining_step_flops, print_machine_header, print_table,
+)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -158,7 +160,8 @@ def main():
 
     config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
     config = BertConfig.from_dict(config_dict)
-    print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPU(s); BERT L={config.num_hidden_layers}"
+    print_machine_header()
+    print(f"BERT L={config.num_hidden_layers}"
           f" H={config.hidden_size} A={config.num_attention_heads} I={config.intermediate_size}"
           f" V={config.vocab_size}, {args.max_predictions_per_seq} "
           f"predictions/seq, dropout 0.1")

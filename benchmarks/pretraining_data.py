@@ -26,7 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-import pretraining_corpus  # a sibling script: this folder is first on sys.path
+import pretraining_corpus  # sibling scripts: this folder is first on sys.path
+from common import print_machine_header
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -146,6 +147,7 @@ def main(argv=None):
                         help="run our two modes this many times, alternating, and keep each "
                              "one's fastest run (other processes on the machine add noise)")
     args = parser.parse_args(argv)
+    print_machine_header()
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench_pretraining_data_"))
     workdir.mkdir(parents=True, exist_ok=True)

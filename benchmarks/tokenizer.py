@@ -26,6 +26,7 @@ from absl import app, flags  # noqa: E402
 
 from bert_tf import tokenization  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
+from common import print_machine_header  # noqa: E402  (this folder is first on sys.path)
 
 DEFAULT_VOCAB = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
 
@@ -97,6 +98,7 @@ def main(argv):
     global LINES
     if FLAGS.corpus_mb < 2:
         raise app.UsageError("--corpus_mb must be at least 2")
+    print_machine_header()
     LINES, nbytes, nfiles = build_corpus(FLAGS.corpus_roots, int(FLAGS.corpus_mb * 1e6))
     if nbytes < 2e6:
         raise SystemExit(f"only {nbytes} bytes of text found under {FLAGS.corpus_roots}; need 2 MB")

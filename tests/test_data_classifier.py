@@ -442,3 +442,24 @@ def test_num_train_steps_and_warmup(n, batch, epochs, proportion, steps, warmup)
 def test_num_train_steps_rejects_zero_batch():
     with pytest.raises(ClassifierDataError, match="--train_batch_size=0"):
         cls.num_train_steps_and_warmup(10, 0, 3.0, 0.1)
+
+
+def test_pairs_whose_b_is_truncated_away_match_the_original_layout():
+    # The original's extract_features (same layout as the classifier) recorded at
+    # max_seq_length 4 (tests/data/extract_features/): when truncation empties b, the second
+    # [SEP] is left out and every segment id is 0.
+    recorded = json.loads((Path(__file__).parent / "data" / "extract_features" /
+                           "read_convert_expected.json").read_text())
+    tokenizer = tokenization.FullTokenizer(str(SHARED_DIR / "data" / recorded["vocab"]),
+                                           recorded["do_lower_case"])
+    length = recorded["short_max_seq_length"]
+    checked = 0
+    for (_, text_a, text_b), expected in zip(recorded["examples"], recorded["short_features"]):
+        if text_b is None:
+            continue
+        features = cls.convert_single_example(
+            0, InputExample("g", text_a, text_b, "0"), ["0", "1"], length, tokenizer)
+        assert features.input_ids == expected["input_ids"], text_a
+        assert features.segment_ids == expected["input_type_ids"], text_a
+        checked += 1
+    assert checked >= 2

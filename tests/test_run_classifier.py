@@ -61,6 +61,7 @@ def read_lines(path):
         return f.read().splitlines()
 
 
+@pytest.mark.slow  # 13-23 s on 2 shared cores: trains, evaluates and predicts
 def test_train_eval_predict_writes_the_original_files(setup):
     tmp_path, config, options = setup
     out = run(config, options(), do_train=True, do_eval=True, do_predict=True)
@@ -133,6 +134,7 @@ def test_bad_files_name_the_file_and_line(setup):
         run(config, options(), do_train=True)
 
 
+@pytest.mark.slow  # 13-23 s on 2 shared cores: several script runs
 def test_checkpoints_of_another_shape_or_task_are_refused(setup):
     tmp_path, config, options = setup
     from bert_tf.tasks.classification import ClassificationTask
@@ -154,6 +156,7 @@ def test_checkpoints_of_another_shape_or_task_are_refused(setup):
         run(config, options(), do_train=True)
 
 
+@pytest.mark.slow  # 13-23 s on 2 shared cores: several script runs
 def test_script_prints_one_line_errors(setup):
     tmp_path, config, options = setup
     config.to_json_file(str(tmp_path / "bert_config.json"))

@@ -33,6 +33,7 @@ def test_xla_gives_the_same_weights_and_eval_metrics(tmp_path):
                                    atol=1e-5, err_msg=key)
 
 
+@pytest.mark.slow  # 20 s on 2 shared cores: two trainers, one XLA-compiled update
 def test_fused_optimizer_gives_the_same_weights(tmp_path):
     batch = make_batch(batch=8)
     plain = trainer(tmp_path, train_batch_size=8)

@@ -632,6 +632,8 @@ class _Converter:
                     f"{self.max_seq_length}")
             len_a, len_b = truncate_lengths(len(ids_a), len(ids_b), self.max_seq_length - 3)
             first = [self.cls_id, *ids_a[:len_a], self.sep_id]
+            if not len_b:  # truncation emptied b (max_seq_length 3 or 4): the single layout
+                return first, len(first)
             return first + ids_b[:len_b] + [self.sep_id], len(first)
         first = [self.cls_id, *ids_a[:self.max_seq_length - 2], self.sep_id]
         return first, len(first)

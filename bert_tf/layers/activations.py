@@ -23,7 +23,7 @@ def gelu_reference(x):
 # The activation is applied to the largest activations of the model ([B, S, intermediate_size]);
 # op by op, its forward and backward passes make about twenty passes over them. Compiled with
 # XLA into one kernel each way, with the derivative written out, the BERT-Base training step
-# gets faster (README section perf-training); the arithmetic runs in float32 whatever the input
+# gets faster (docs/performance.md); the arithmetic runs in float32 whatever the input
 # dtype (free inside the kernel), so values agree with `gelu_reference` to float32 rounding.
 @tf.function(jit_compile=True, autograph=False)
 def _gelu_forward(x):

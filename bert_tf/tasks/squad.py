@@ -53,16 +53,8 @@ class SquadTask(Task):
         return BertTaskModel(config, head, name="bert_squad")
 
     def feature_spec(self, is_training):
-        """The original's records: int64 unique_ids [1], input_ids, input_mask, segment_ids
-        [L]; training adds start_positions and end_positions [1]."""
-        length = [self.max_seq_length]
-        spec = {"unique_ids": tf.io.FixedLenFeature([], tf.int64)}
-        for name in ("input_ids", "input_mask", "segment_ids"):
-            spec[name] = tf.io.FixedLenFeature(length, tf.int64)
-        if is_training:
-            spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
-            spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
-        return spec
+        """The original's records (`bert_tf.data.squad.record_feature_spec`)."""
+        return squad_data.record_feature_spec(self.max_seq_length, is_training)
 
     @staticmethod
     def _position_loss(logits, positions):
@@ -214,10 +206,7 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
         del train_examples
         out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
     else:
-        out["checkpoint"] = trainer.restore(weights_only=True)
-        if out["checkpoint"] is None and not options.init_checkpoint:
-            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
-                            "randomly initialized weights")
+        out["checkpoint"] = trainer.restore_weights()
     if do_predict:
         out.update(_predict(trainer, options, convert))
     return out

@@ -73,7 +73,8 @@ class AdamWeightDecay(tf.Module):
     ):
         super().__init__(name=name)
         # With jit_compile, each variable's update is one XLA-fused kernel instead of about ten
-        # passes over memory (the BERT-Base step 1.12x faster on CPU, README perf-training),
+        # passes over memory (the BERT-Base step 1.12x faster on the AMX CPU of
+        # docs/performance.md),
         # equal to the op-by-op update up to float32 rounding (XLA may contract multiply-adds).
         # Off by default: op by op is the original.
         self.jit_compile = jit_compile

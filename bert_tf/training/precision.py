@@ -14,14 +14,26 @@ schedule and the input stream move on as in a float32 run); after `growth_interv
 consecutive finite steps it doubles. The scale and the count of finite steps are saved in
 checkpoints as `bert_tf/loss_scale` and `bert_tf/loss_scale_good_steps` (names no original
 variable can have) and restored on resume.
+
+16 bits are faster only on hardware that computes them natively (`resolve_mixed_precision`):
+TPUs (bfloat16), GPUs of compute capability 8.0+ (bfloat16) or 7.0+ (float16 tensor cores),
+and CPUs with AVX512_BF16/AMX-BF16 (bfloat16) or AVX512_FP16/AMX-FP16 (float16). On any other
+CPU a 16-bit step is slower than a float32 one (docs/performance.md), so `--mixed_precision=auto`
+picks float32 there, and an explicit bf16/fp16 is honoured with one warning saying why.
 """
 
 import contextlib
+import dataclasses
 
 import keras
 import tensorflow as tf
+from absl import logging
+
+from bert_tf import cpu_features
 
 POLICIES = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+# What --mixed_precision accepts: a policy, or "auto" (resolve_mixed_precision chooses one).
+CHOICES = (*POLICIES, "auto")
 
 LOSS_SCALE_NAME = "bert_tf/loss_scale"
 GOOD_STEPS_NAME = "bert_tf/loss_scale_good_steps"
@@ -31,6 +43,117 @@ def check_mixed_precision(name, flag="--mixed_precision"):
     if name not in POLICIES:
         raise ValueError(f"{flag}={name!r}: expected one of {', '.join(POLICIES)}")
     return name
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeDevice:
+    """Where the model's arithmetic runs: kind 'cpu', 'gpu' or 'tpu'; for GPUs the compute
+    capabilities, (major, minor) each, of those used."""
+
+    kind: str
+    gpu_capabilities: tuple = ()
+
+    def native(self, precision, cpu_info):
+        """(True, False or None for unknown; the reason in words) for `precision` 'bf16' or
+        'fp16' on this device; `cpu_info` (cpu_features.CpuInfo) describes a CPU."""
+        if self.kind == "tpu":
+            return precision == "bf16", "TPU: bfloat16 is native, float16 is not"
+        if self.kind == "gpu":
+            needed = (8, 0) if precision == "bf16" else (7, 0)
+            lowest = min(self.gpu_capabilities, default=None)
+            if lowest is None:
+                return None, "a GPU of unknown compute capability"
+            return lowest >= needed, (f"GPU of compute capability {lowest[0]}.{lowest[1]}; "
+                                      f"native {precision} needs {needed[0]}.{needed[1]}")
+        native = cpu_info.native(precision)
+        name = cpu_info.model_name or "this CPU"
+        if native is None:
+            return None, f"{name}, CPU flags unknown ({cpu_features.CPUINFO_PATH} not readable)"
+        flags = cpu_features.NATIVE_FLAGS[precision]
+        if native:
+            return True, f"{name}, CPU with {' and '.join(f for f in flags if f in cpu_info.flags)}"
+        return False, f"{name}, CPU without {' or '.join(flags)}"
+
+
+def detect_compute_device(strategy=None):
+    """The ComputeDevice of `strategy`'s replicas (None: the default device, a GPU if there is
+    one)."""
+    devices = ()
+    if strategy is not None:
+        try:
+            devices = tuple(strategy.extended.worker_devices)
+        except (RuntimeError, NotImplementedError, AttributeError):
+            devices = ()  # the default strategy: TensorFlow's default placement
+    if any("TPU" in d.upper() for d in devices) or (
+            not devices and tf.config.list_physical_devices("TPU")):
+        return ComputeDevice("tpu")
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus and (not devices or any("GPU" in d.upper() for d in devices)):
+        capabilities = tuple(
+            tf.config.experimental.get_device_details(gpu).get("compute_capability")
+            for gpu in gpus)
+        return ComputeDevice("gpu", tuple(c for c in capabilities if c))
+    return ComputeDevice("cpu")
+
+
+_warned = set()
+
+# BERT-Base training-step speed of bf16 relative to float32 on 2-core AMD EPYCs with AVX2 and
+# no AVX-512: 0.85x in issue 13's report, 0.57x by median in a loaded benchmark run
+# (docs/performance.md).
+CPU_EMULATED_BF16_SPEED = "0.57x-0.85x"
+
+
+def resolve_mixed_precision(name, strategy=None, device=None, cpu_info=None,
+                            flag="--mixed_precision"):
+    """The policy name ('none', 'bf16' or 'fp16') to build the model with.
+
+    'auto' becomes bf16 where the hardware computes bfloat16 natively (TPU, GPU of compute
+    capability 8.0+, CPU with AVX512_BF16 or AMX-BF16), fp16 on a GPU of 7.0+ without bf16 (and
+    on a CPU with AVX512_FP16/AMX-FP16 but no native bf16), else none; the choice is logged.
+    An explicit bf16/fp16 is kept; where the hardware has no native arithmetic for it, one
+    warning (once per process and precision) says it will be slower than float32, and why.
+
+    Args:
+      name: 'none', 'bf16', 'fp16' or 'auto'.
+      strategy: the tf.distribute strategy the model will run under (None: default device).
+      device, cpu_info: ComputeDevice and cpu_features.CpuInfo; detected when None (tests
+        pass their own).
+    """
+    if name not in CHOICES:
+        raise ValueError(f"{flag}={name!r}: expected one of {', '.join(CHOICES)}")
+    if name == "none":
+        return name
+    device = device or detect_compute_device(strategy)
+    cpu_info = cpu_info or cpu_features.read_cpu_info()
+    if name == "auto":
+        for candidate in ("bf16", "fp16"):
+            native, why = device.native(candidate, cpu_info)
+            if native:
+                logging.info("%s=auto: %s (%s)", flag, candidate, why)
+                return candidate
+        logging.info("%s=auto: none, float32 (%s)", flag, device.native("bf16", cpu_info)[1])
+        return "none"
+    native, why = device.native(name, cpu_info)
+    if not native and (name, why) not in _warned:
+        _warned.add((name, why))
+        logging.warning("%s", slow_precision_warning(name, device, native, why, flag))
+    return name
+
+
+def slow_precision_warning(name, device, native, why, flag="--mixed_precision"):
+    """The warning for a 16-bit `name` on a device without native arithmetic for it."""
+    if native is None:
+        return (f"{flag}={name}: cannot tell whether the hardware computes {name} natively "
+                f"({why}); where it does not, {name} is slower than float32.")
+    if device.kind == "cpu":
+        return (f"{flag}={name} will be slower than float32 on this machine: {why}, so it has "
+                f"no {name} arithmetic; TensorFlow computes each {name} operation in float32 "
+                f"and converts operands and results (BERT-Base training steps in bf16 ran "
+                f"at {CPU_EMULATED_BF16_SPEED} of float32's speed on such a CPU, "
+                f"docs/performance.md). Use {flag}=none, or {flag}=auto to choose by hardware.")
+    return (f"{flag}={name} is likely slower than float32 here: {why}. Use {flag}=none, or "
+            f"{flag}=auto to choose by hardware.")
 
 
 @contextlib.contextmanager

@@ -27,11 +27,12 @@ class Task:
       unused_variable_prefixes: checkpoint names (prefixes) of encoder variables the task's
         loss does not use, e.g. the pooler under a SQuAD head. As in the original, they get
         neither updates nor optimizer slots.
-      rows_in_gradient_norm: how the original's clipping counts a gradient that comes as
-        IndexedSlices (the word embeddings', when they are only gathered): True, as the sum
-        of its squared rows, one row per token occurrence (TF1's clip_by_global_norm of the
-        IndexedSlices). Pretraining sets False: its tied masked-LM output adds a dense part,
-        and TF1 then sums the whole gradient into a dense tensor before clipping.
+      row_norm_variables: variables whose gradient the original clips as IndexedSlices: its
+        part of the global norm is the sum of its squared rows, one row per token occurrence
+        (TF1's clip_by_global_norm of an IndexedSlices), not the norm of the summed gradient.
+        The original gathers only the word embeddings (token types go through a one-hot
+        matmul); pretraining has none, since its tied masked-LM output adds a dense part and
+        TF1 then sums the whole gradient into a dense tensor before clipping.
     """
 
     name = "task"
@@ -39,7 +40,7 @@ class Task:
     log_names = ("loss",)
     eval_per_example_keys = ()
     unused_variable_prefixes = ()
-    rows_in_gradient_norm = True
+    row_norm_variables = ("bert/embeddings/word_embeddings",)
 
     def build_model(self, config):
         """The keras.Model (encoder `model.bert` + head) of this task; variables created."""

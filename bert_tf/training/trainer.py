@@ -250,8 +250,8 @@ class Trainer:
 
     def _micro_batch_gradients_and_sparse_norm(self, features, normalizers):
         """As `_micro_batch_gradients`, plus the sum of the squared rows of the gradients that
-        come as IndexedSlices (the word embeddings': see `clip_by_global_norm`) when the task
-        counts them so (`rows_in_gradient_norm`); which ones do is recorded in
+        come as IndexedSlices and that the task's `row_norm_variables` name (the word
+        embeddings': see `clip_by_global_norm`); which ones do is recorded in
         `self._sparse_gradients`. `normalizers`: the vector [K]."""
         with tf.GradientTape() as tape:
             outputs = self.model(features, training=True)
@@ -265,8 +265,9 @@ class Trainer:
             raise AssertionError(
                 f"the {self.task.name} loss does not depend on {unused}: list them in the "
                 "task's unused_variable_prefixes")
-        self._sparse_gradients = [self.task.rows_in_gradient_norm
-                                  and isinstance(g, tf.IndexedSlices) for g in grads]
+        self._sparse_gradients = [name in self.task.row_norm_variables
+                                  and isinstance(g, tf.IndexedSlices)
+                                  for name, g in zip(self.variable_names, grads)]
         sparse_sq = tf.add_n([tf.constant(0.0)] + [
             tf.reduce_sum(tf.square(tf.cast(g.values, tf.float32)))
             for g, sparse in zip(grads, self._sparse_gradients) if sparse])
@@ -534,6 +535,16 @@ class Trainer:
             logging.info("Initialized weights from %s (Adam moments and step start at 0)",
                          report.prefix)
         return None
+
+    def restore_weights(self):
+        """For eval or predict without training: the weights of output_dir's latest checkpoint,
+        else of init_checkpoint (a warning when there is neither). Returns the prefix loaded
+        from output_dir, or None."""
+        latest = self.restore(weights_only=True)
+        if latest is None and not self.options.init_checkpoint:
+            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
+                            "randomly initialized weights")
+        return latest
 
     def _restore_loss_scale(self, prefix):
         if self.loss_scale is not None and not self.loss_scale.set_state_from_checkpoint(prefix):

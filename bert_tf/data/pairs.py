@@ -1,0 +1,44 @@
+"""The `[CLS] a [SEP] b [SEP]` layout of the fine-tuning scripts, on word-piece strings.
+
+The classifier's features (`bert_tf.data.classifier`) and extract_features lay out one or two
+sequences the same way (REFERENCE.md §11, FINETUNING.md §1.3): with a non-empty b, the pair is
+truncated to max_seq_length - 3 pieces (`bert_tf.data.classifier.truncate_lengths`: the longer
+loses its last piece, ties trim b); without b (None, or a text that tokenizes to nothing) a is
+cut to max_seq_length - 2. `[CLS] a [SEP]` get segment 0 and `b [SEP]` segment 1, the second
+`[SEP]` only if b still has pieces after truncation (as in the original, where truncation can
+empty b when max_seq_length is 3 or 4).
+
+Importing this module does not import TensorFlow.
+"""
+
+from bert_tf.data.classifier import truncate_lengths
+
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+
+
+def pair_tokens(tokens_a, tokens_b, max_seq_length):
+    """The laid-out tokens of one example (inputs are not modified).
+
+    Args:
+      tokens_a: list of word pieces; tokens_b: list or None (empty = no b).
+      max_seq_length: int >= 3.
+    Returns:
+      (tokens, segment_ids): lists of the same length <= max_seq_length, unpadded.
+    """
+    if tokens_b:
+        len_a, len_b = truncate_lengths(len(tokens_a), len(tokens_b), max_seq_length - 3)
+        tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
+    else:
+        tokens_a, tokens_b = tokens_a[:max_seq_length - 2], []
+    tokens = [CLS_TOKEN, *tokens_a, SEP_TOKEN]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+        tokens += [*tokens_b, SEP_TOKEN]
+        segment_ids += [1] * (len(tokens_b) + 1)
+    return tokens, segment_ids
+
+
+def pad_to(values, length):
+    """`values` (list of int) followed by zeros up to `length`."""
+    return list(values) + [0] * (length - len(values))

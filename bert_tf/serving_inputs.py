@@ -1,0 +1,202 @@
+"""Raw text to model inputs inside the TensorFlow graph, for SavedModels that take strings.
+
+`ServingInputs(vocab, do_lower_case, max_seq_length)` is a `tf.Module` whose functions give the
+same input_ids / input_mask / segment_ids as the Python path (FullTokenizer, then
+`bert_tf.data.pairs`: the longer of a/b loses its last token until both fit in
+max_seq_length - 3, ties trim b; an empty or untokenizable b gives the single layout, a cut to
+max_seq_length - 2). Word pieces come from `bert_tf.fast_tokenization.TokenizerModule`, whose
+ids equal FullTokenizer's. The module holds every table as a constant, so a SavedModel that
+contains it needs only `tensorflow` and `tensorflow_text` to run.
+
+Functions (all tf.function with fixed signatures, so they export as SavedModel signatures):
+  pairs(text_a [N], text_b [N])   -> dict of int32 [N, max_seq_length]: input_ids, input_mask,
+                                     segment_ids;
+  single(text_a [N])              -> the same for single texts;
+  words(text_a [N])               -> the same plus word_ids int32 [N, max_seq_length] (index of
+                                     the whitespace-separated word each piece comes from, -1 for
+                                     [CLS], [SEP] and padding), first_piece int32 (1 on the
+                                     first piece of each word) and num_words int32 [N]: for
+                                     token classification, to give one tag per word.
+Words are the original BasicTokenizer's whitespace-separated words: control and format
+characters (which its cleaning drops) are removed first, then the text is split at its
+whitespace (`str.isspace` or category Zs), so tokenizing word by word gives exactly the pieces of
+the whole text; for ordinary text these are the words of `str.split()`. A word whose pieces do
+not fit in max_seq_length - 2 is cut, and later words get no position.
+"""
+
+import tensorflow as tf
+
+from bert_tf import tokenization
+from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN
+from bert_tf.fast_tokenization import TokenizerModule
+
+
+def truncated_lengths(len_a, len_b, max_length):
+    """Lengths the pair truncation leaves (the closed form of popping from the longer, b on a
+    tie, until len_a + len_b <= max_length): the graph twin of
+    `bert_tf.data.classifier.truncate_lengths`.
+
+    While b is the shorter and fits in half of max_length only a is cut (and vice versa, b
+    being cut on ties); otherwise both meet at max_length / 2, a keeping the odd token.
+    Args: int tensors of one shape. Returns (new_len_a, new_len_b).
+    """
+    fits = len_a + len_b <= max_length
+    half_down = max_length // 2
+    half_up = max_length - half_down
+    a_longer = len_a > len_b
+    only_a_cut = a_longer & (2 * len_b <= max_length)
+    only_b_cut = ~a_longer & (2 * len_a <= max_length)
+    new_a = tf.where(fits | only_b_cut, len_a,
+                     tf.where(only_a_cut, max_length - len_b, half_up))
+    new_b = tf.where(fits | only_a_cut, len_b,
+                     tf.where(only_b_cut, max_length - len_a, half_down))
+    return new_a, new_b
+
+
+def _character_class(predicate):
+    """An RE2 character class (with ranges) of the code points satisfying `predicate`."""
+    ranges, start, prev = [], None, None
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF or not predicate(cp):
+            continue
+        if start is not None and cp == prev + 1:
+            prev = cp
+            continue
+        if start is not None:
+            ranges.append((start, prev))
+        start = prev = cp
+    ranges.append((start, prev))
+    return "[" + "".join("\\x{%x}" % a if a == b else "\\x{%x}-\\x{%x}" % (a, b)
+                         for a, b in ranges) + "]"
+
+
+def _removed(cp):
+    """Characters the original's cleaning drops (NUL, U+FFFD, control and format characters)."""
+    return cp == 0 or cp == 0xFFFD or tokenization._is_control(chr(cp))
+
+
+def _separator(cp):
+    """Characters that separate words once the text is cleaned."""
+    char = chr(cp)
+    return not _removed(cp) and (tokenization._is_whitespace(char) or char.isspace())
+
+
+def _prefix(ragged, lengths):
+    """The first `lengths[i]` values of each row of `ragged` [N, None]."""
+    positions = tf.ragged.range(ragged.row_lengths())
+    keep = positions < tf.cast(lengths, positions.dtype)[:, None]
+    return tf.ragged.boolean_mask(ragged, keep)
+
+
+def _filled(row_lengths, value, dtype):
+    """A ragged [N, None] whose row i holds `row_lengths[i]` copies of `value`."""
+    row_lengths = tf.cast(row_lengths, tf.int64)
+    values = tf.fill([tf.reduce_sum(row_lengths)], tf.cast(value, dtype))
+    return tf.RaggedTensor.from_row_lengths(values, row_lengths)
+
+
+class ServingInputs(tf.Module):
+    """In-graph `[CLS] a [SEP] (b [SEP])` inputs from raw strings (see module docstring).
+
+    Args:
+      vocab: dict token -> id (e.g. `bert_tf.tokenization.load_vocab(path)`); it must hold
+        [CLS], [SEP] and [UNK].
+      do_lower_case: as for FullTokenizer.
+      max_seq_length: positions per example (>= 3).
+      tokenizer: an existing TokenizerModule for `vocab` (building one takes seconds).
+    """
+
+    def __init__(self, vocab, do_lower_case=True, max_seq_length=128, tokenizer=None,
+                 name="serving_inputs"):
+        super().__init__(name=name)
+        missing = [t for t in (CLS_TOKEN, SEP_TOKEN) if t not in vocab]
+        if missing:
+            raise ValueError(f"ServingInputs: the vocab has no {' or '.join(missing)} entry")
+        if max_seq_length < 3:
+            raise ValueError(f"ServingInputs: max_seq_length={max_seq_length}, must be >= 3")
+        self.max_seq_length = int(max_seq_length)
+        self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case)
+        self._cls_id = int(vocab[CLS_TOKEN])
+        self._sep_id = int(vocab[SEP_TOKEN])
+        self._removed = _character_class(_removed)
+        self._separators = _character_class(_separator) + "+"
+
+    def _layout(self, ids_a, ids_b):
+        """ids_a, ids_b: ragged int64 [N, None] (b rows may be empty) -> the feature dict."""
+        len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
+        pair_a, pair_b = truncated_lengths(len_a, len_b, self.max_seq_length - 3)
+        has_b = pair_b > 0  # as the original, b's layout needs pieces left after truncation
+        keep_a = tf.where(len_b > 0, pair_a, tf.minimum(len_a, self.max_seq_length - 2))
+        keep_b = tf.where(len_b > 0, pair_b, tf.zeros_like(pair_b))
+        n = tf.shape(len_a, out_type=tf.int64)[0]
+        ones = tf.ones([n], tf.int64)
+        sep_b = tf.cast(has_b, tf.int64)
+        ids = tf.concat([
+            _filled(ones, self._cls_id, tf.int64), _prefix(ids_a, keep_a),
+            _filled(ones, self._sep_id, tf.int64), _prefix(ids_b, keep_b),
+            _filled(sep_b, self._sep_id, tf.int64)], axis=1)
+        segments = tf.concat([_filled(keep_a + 2, 0, tf.int32),
+                              _filled(keep_b + sep_b, 1, tf.int32)], axis=1)
+        shape = [None, self.max_seq_length]
+        return {
+            "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
+            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(0, shape=shape),
+            "segment_ids": segments.to_tensor(0, shape=shape),
+        }
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string),
+                                  tf.TensorSpec([None], tf.string)])
+    def pairs(self, text_a, text_b):
+        """text_a, text_b: tf.string [N] -> dict of int32 [N, max_seq_length]."""
+        return self._layout(self.tokenizer(text_a), self.tokenizer(text_b))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def single(self, text_a):
+        """text_a: tf.string [N] -> dict of int32 [N, max_seq_length]."""
+        ids = self.tokenizer(text_a)
+        return self._layout(ids, _empty_rows(ids.nrows()))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def words(self, text_a):
+        """text_a: tf.string [N] -> the `single` dict plus word_ids, first_piece
+        (int32 [N, max_seq_length]) and num_words (int32 [N])."""
+        # The words of the original's whitespace split: cleaning drops control characters
+        # (so they join their neighbours) and turns its whitespace into spaces.
+        cleaned = tf.strings.regex_replace(text_a, self._removed, "")
+        spaced = tf.strings.regex_replace(cleaned, self._separators, " ")
+        words = tf.strings.split(spaced, sep=" ")
+        words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
+        word_pieces = self.tokenizer(words.flat_values)  # [total words, None]
+        pieces_per_word = word_pieces.row_lengths()
+        ids = tf.RaggedTensor.from_row_lengths(
+            word_pieces.flat_values, _row_sums(pieces_per_word, words.row_splits))
+        word_index = tf.repeat(
+            tf.range(tf.size(pieces_per_word, out_type=tf.int64))
+            - tf.gather(words.row_splits, words.value_rowids()), pieces_per_word)
+        starts = tf.repeat(tf.cumsum(pieces_per_word, exclusive=True), pieces_per_word)
+        is_first = tf.equal(tf.range(tf.size(word_index, out_type=tf.int64)), starts)
+        features = self._layout(ids, _empty_rows(ids.nrows()))
+        keep = tf.minimum(ids.row_lengths(), self.max_seq_length - 2)
+        n = tf.shape(text_a, out_type=tf.int64)[0]
+        minus_one = _filled(tf.ones([n], tf.int64), -1, tf.int32)
+        shape = [None, self.max_seq_length]
+        per_piece = ids.with_flat_values(tf.cast(word_index, tf.int32))
+        firsts = ids.with_flat_values(tf.cast(is_first, tf.int32))
+        features["word_ids"] = tf.concat(
+            [minus_one, _prefix(per_piece, keep), minus_one], axis=1).to_tensor(-1, shape=shape)
+        features["first_piece"] = tf.concat(
+            [minus_one * 0, _prefix(firsts, keep), minus_one * 0], axis=1).to_tensor(
+                0, shape=shape)
+        features["num_words"] = tf.cast(words.row_lengths(), tf.int32)
+        return features
+
+
+def _empty_rows(n):
+    """A ragged int64 [n, None] with empty rows (no text b)."""
+    return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64), tf.zeros([n], tf.int64))
+
+
+def _row_sums(values, row_splits):
+    """Sum of `values` [M] within each row of `row_splits` [N + 1] -> [N]."""
+    totals = tf.concat([[0], tf.cumsum(values)], 0)
+    return tf.gather(totals, row_splits[1:]) - tf.gather(totals, row_splits[:-1])

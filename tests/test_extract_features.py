@@ -1,0 +1,230 @@
+"""extract_features against the original's recordings (tests/data/extract_features)."""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bert_tf import feature_extraction as fe
+from bert_tf.tokenization import FullTokenizer
+from conftest import SHARED_DIR, golden_path
+
+DATA = Path(__file__).parent / "data" / "extract_features"
+ROOT = Path(__file__).resolve().parents[1]
+# The recording's flags (make_expected.MODEL_FLAGS).
+GOLDEN_FLAGS = dict(layers="-2,0", max_seq_length=16, batch_size=2, do_lower_case=True)
+# Forward-pass parity with the original on the golden model is about 2e-6 (float32 sums in
+# another order); both sides then round to 6 decimals, which can move a value across a
+# rounding boundary by one unit (1e-6) more. 1e-5 bounds both with margin, and is far below
+# what a wrong weight, layer or token would give (values are of order 1).
+VALUE_TOLERANCE = 1e-5
+
+
+def _golden_options(tmp_path, **overrides):
+    model = golden_path("model")
+    values = dict(
+        input_file=str(DATA / "model_input.txt"),
+        output_file=str(tmp_path / "out.jsonl"),
+        bert_config_file=str(model / "bert_config.json"),
+        init_checkpoint=str(model / "bert_model.ckpt"),
+        vocab_file=str(model / "vocab.txt"),
+        **GOLDEN_FLAGS,
+    )
+    values.update(overrides)
+    return fe.ExtractFeaturesOptions(**values)
+
+
+def test_read_examples_equals_the_original():
+    expected = json.loads((DATA / "read_convert_expected.json").read_text())
+    examples = fe.read_examples(DATA / "read_lines.txt")
+    assert [list(e) for e in examples] == expected["examples"]
+    # The §3 rules, spelled out: the last separator splits, strip first, blank lines count.
+    by_text = {e.text_a: e.text_b for e in examples}
+    assert by_text["a ||| b"] == "c"
+    assert by_text["x|||y"] is None
+    assert by_text["p |||"] is None
+    assert by_text[""] is None
+
+
+def test_convert_examples_equals_the_original():
+    expected = json.loads((DATA / "read_convert_expected.json").read_text())
+    tokenizer = FullTokenizer(str(SHARED_DIR / "data" / "uncased_vocab.txt"), do_lower_case=True)
+    examples = fe.read_examples(DATA / "read_lines.txt")
+    for length_key, features_key in (("max_seq_length", "features"),
+                                     ("short_max_seq_length", "short_features")):
+        features = fe.convert_examples_to_features(examples, expected[length_key], tokenizer)
+        got = [{"unique_id": f.unique_id, "tokens": f.tokens, "input_ids": f.input_ids,
+                "input_mask": f.input_mask, "input_type_ids": f.input_type_ids}
+               for f in features]
+        assert got == expected[features_key]
+    # At max_seq_length 4 the pair "a ||| b ||| c" keeps one piece of a and none of b.
+    assert expected["short_features"][5]["tokens"] == ["[CLS]", "a", "[SEP]"]
+
+
+@pytest.mark.slow
+def test_output_equals_the_original_on_the_golden_model(tmp_path):
+    options = _golden_options(tmp_path)
+    assert fe.run_extract_features(options) == 5
+    ours = (tmp_path / "out.jsonl").read_text().splitlines()
+    theirs = (DATA / "golden_output.jsonl").read_text().splitlines()
+    assert len(ours) == len(theirs)
+    worst = 0.0
+    for our_line, their_line in zip(ours, theirs):
+        a = json.loads(our_line, object_pairs_hook=collections.OrderedDict)
+        b = json.loads(their_line, object_pairs_hook=collections.OrderedDict)
+        # Same text layout as the original (key order, separators, escapes).
+        assert json.dumps(a) == our_line
+        assert list(a) == list(b) == ["linex_index", "features"]
+        assert a["linex_index"] == b["linex_index"]
+        assert [f["token"] for f in a["features"]] == [f["token"] for f in b["features"]]
+        for fa, fb in zip(a["features"], b["features"]):
+            assert list(fa) == ["token", "layers"]
+            assert [layer["index"] for layer in fa["layers"]] == [-2, 0]
+            assert [layer["index"] for layer in fb["layers"]] == [-2, 0]
+            for la, lb in zip(fa["layers"], fb["layers"]):
+                assert list(la) == ["index", "values"] and len(la["values"]) == 48
+                diff = np.abs(np.array(la["values"]) - np.array(lb["values"])).max()
+                worst = max(worst, diff)
+    assert worst <= VALUE_TOLERANCE
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+
+
+def test_writer_reproduces_the_original_lines_byte_for_byte():
+    """Values of the recording, fed back as float32, are written exactly as the original did
+    (a float32 is within 5e-7 of each recorded 6-decimal value, so rounding gives it back)."""
+    for line in (DATA / "golden_output.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        tokens = [f["token"] for f in record["features"]]
+        indexes = [layer["index"] for layer in record["features"][0]["layers"]]
+        values = np.array([[layer["values"] for layer in f["layers"]]
+                           for f in record["features"]], np.float32).transpose(1, 0, 2)
+        assert fe.json_line(record["linex_index"], tokens, indexes, values) == line
+
+
+def _python_rows(values):
+    return [", ".join(json.dumps(round(float(x), 6)) for x in row) for row in values]
+
+
+def test_value_text_equals_python_round_and_json():
+    rng = np.random.RandomState(0)
+    parts = [rng.normal(0, s, 4000) for s in (1e-6, 1e-4, 1e-2, 1.0, 30.0, 1e5)]
+    grid = np.arange(-300, 300) * 1e-6
+    thousandths = np.arange(-3000, 3000) * 1e-3  # decimals ending in 000 or 0
+    special = [0.0, -0.0, 1e-7, -1e-7, 0.1234565, 2.5e-6, -2.5e-6, 5e-7, -5e-7, 1.5e-6, 9.95e-5,
+               1e-4, -1e-4, 9.9999e-5, 0.5, 1.0, -1.0, 123456.7, 999999999.0, 1e9, -3e10,
+               np.float32(np.finfo(np.float32).max), np.nan, np.inf, -np.inf,
+               np.float32(np.finfo(np.float32).tiny), 1e-45, 999.0, 999.9994, 999.9995,
+               -999.9996, 1000.0, 100.5, 10.000001]
+    values = np.concatenate(parts + [grid, grid + 5e-7, grid - 5e-7, thousandths, special]).astype(np.float32)
+    values = values[: len(values) // 16 * 16].reshape(-1, 16)
+    assert fe.format_value_rows(values) == _python_rows(values)
+
+
+def test_json_line_equals_json_dumps_of_the_original_structure():
+    rng = np.random.RandomState(1)
+    tokens = ["[CLS]", "caf\u00e9", "\u529b", '"q"', "back\\slash", "[SEP]"]
+    indexes = [-1, 0, 3]
+    values = rng.normal(0, 1, (3, len(tokens), 5)).astype(np.float32)
+    expected = collections.OrderedDict(linex_index=7, features=[
+        collections.OrderedDict(token=t, layers=[
+            collections.OrderedDict(index=idx, values=[round(float(x), 6) for x in values[j, i]])
+            for j, idx in enumerate(indexes)])
+        for i, t in enumerate(tokens)])
+    assert fe.json_line(7, tokens, indexes, values) == json.dumps(expected)
+
+
+@pytest.mark.parametrize("layers, message", [
+    ("-1,x", "entry 'x' is not an integer"),
+    ("-1,-4", "layer -4 does not exist; the model has num_hidden_layers=3"),
+    ("3", "layer 3 does not exist"),
+    ("", "entry '' is not an integer"),
+])
+def test_bad_layers(tmp_path, layers, message):
+    with pytest.raises(fe.FeatureExtractionError, match="--layers=.*" + message):
+        fe.run_extract_features(_golden_options(tmp_path, layers=layers))
+
+
+def test_default_layers_parse():
+    assert fe.parse_layer_indexes("-1,-2,-3,-4", 12) == [-1, -2, -3, -4]
+    assert fe.parse_layer_indexes("0, 11", 12) == [0, 11]
+
+
+def test_missing_input_file(tmp_path):
+    options = _golden_options(tmp_path, input_file=str(tmp_path / "nope.txt"))
+    with pytest.raises(fe.FeatureExtractionError, match=r"--input_file=.*nope.txt: no such file"):
+        fe.run_extract_features(options)
+
+
+def test_input_line_not_utf8(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"fine\nbad \xff byte\n")
+    with pytest.raises(fe.FeatureExtractionError, match="in.txt line 2: not valid UTF-8"):
+        fe.read_examples(path)
+
+
+def test_max_seq_length_above_position_table(tmp_path):
+    with pytest.raises(fe.FeatureExtractionError,
+                       match="--max_seq_length=65: the model has only max_position_embeddings=64"):
+        fe.run_extract_features(_golden_options(tmp_path, max_seq_length=65))
+
+
+def test_checkpoint_of_another_shape(tmp_path):
+    config = json.loads(golden_path("model", "bert_config.json").read_text())
+    config["hidden_size"] = 32
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    options = _golden_options(tmp_path, bert_config_file=str(tmp_path / "bert_config.json"))
+    with pytest.raises(fe.FeatureExtractionError,
+                       match=r"(?s)--init_checkpoint=.*bert_model.ckpt: .*expected shape"):
+        fe.run_extract_features(options)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_command_line_error_is_one_line(tmp_path):
+    model = golden_path("model")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "extract_features.py"),
+         f"--input_file={DATA / 'model_input.txt'}", f"--output_file={tmp_path / 'o.jsonl'}",
+         f"--vocab_file={model / 'vocab.txt'}", f"--bert_config_file={model / 'bert_config.json'}",
+         f"--init_checkpoint={model / 'bert_model.ckpt'}"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "extract_features.py: error: --layers='-1,-2,-3,-4': layer -4 does not exist")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_empty_and_blank_inputs(tmp_path):
+    (tmp_path / "empty.txt").write_text("")
+    options = _golden_options(tmp_path, input_file=str(tmp_path / "empty.txt"))
+    assert fe.run_extract_features(options) == 0
+    assert (tmp_path / "out.jsonl").read_text() == ""
+    (tmp_path / "blank.txt").write_text("\n\n")
+    options = _golden_options(tmp_path, input_file=str(tmp_path / "blank.txt"))
+    assert fe.run_extract_features(options) == 2
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [[f["token"] for f in line["features"]] for line in lines] == [["[CLS]", "[SEP]"]] * 2
+
+
+@pytest.mark.slow
+def test_bf16_and_mirrored_strategy(tmp_path):
+    import tensorflow as tf
+
+    fe.run_extract_features(_golden_options(tmp_path))
+    reference = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    options = _golden_options(tmp_path, mixed_precision="bf16")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    fe.run_extract_features(options, strategy)
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    for ours, ref in zip(lines, reference, strict=True):
+        assert [f["token"] for f in ours["features"]] == [f["token"] for f in ref["features"]]
+        for fa, fb in zip(ours["features"], ref["features"]):
+            for la, lb in zip(fa["layers"], fb["layers"]):
+                # bfloat16 keeps 8 significant bits: values of order 1 move by a few 1e-2.
+                assert np.abs(np.array(la["values"]) - np.array(lb["values"])).max() < 0.25

@@ -1,0 +1,172 @@
+"""In-graph serving inputs equal the Python path (FullTokenizer + the pair layout)."""
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data.pairs import pad_to, pair_tokens
+from bert_tf.serving_inputs import ServingInputs, truncated_lengths
+from bert_tf.tokenization import BasicTokenizer, FullTokenizer
+from conftest import SHARED_DIR
+
+VOCAB_FILE = SHARED_DIR / "data" / "uncased_vocab.txt"
+MAX_SEQ_LENGTH = 16
+TEXTS_A = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Café naïve façade — Ünïcödé ΣΊΣΥΦΟΣ 力加勝北区 ᴵᴺᵀᵃ ছজটডণত",
+    "a",
+    "",
+    "   ",
+    "unbelievably long sentence " * 12,
+    "short",
+    "tie one two three",
+    "x\u00a0y\u3000z\x1cw\u2028v",  # Unicode whitespace splits words, the control \x1c not
+    "emoji 😀 and control\x07chars\u200b",
+]
+TEXTS_B = [
+    "It was not.",
+    "",
+    "   ",
+    "b only has text here and it is longer than a",
+    "another pair second text that is rather long " * 5,
+    "short",
+    "tie one two three",
+    "\u00ad",  # tokenizes to nothing: single layout
+    "ok",
+    "yes",
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    if not VOCAB_FILE.exists():
+        pytest.skip(f"{VOCAB_FILE} is absent")
+    return FullTokenizer(str(VOCAB_FILE), do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def serving(tokenizer):
+    """One module per test module: building the TokenizerModule tables takes seconds."""
+    return ServingInputs(tokenizer.vocab, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
+
+
+def _python(tokenizer, text_a, text_b, max_seq_length=MAX_SEQ_LENGTH):
+    tokens_b = tokenizer.tokenize(text_b) if text_b else None
+    tokens, segments = pair_tokens(tokenizer.tokenize(text_a), tokens_b, max_seq_length)
+    ids = tokenizer.convert_tokens_to_ids(tokens)
+    return {"input_ids": pad_to(ids, max_seq_length),
+            "input_mask": pad_to([1] * len(ids), max_seq_length),
+            "segment_ids": pad_to(segments, max_seq_length)}
+
+
+def _assert_equal_to_python(got, tokenizer, texts_a, texts_b):
+    for i, (a, b) in enumerate(zip(texts_a, texts_b)):
+        expected = _python(tokenizer, a, b)
+        for name, values in expected.items():
+            assert got[name].dtype == tf.int32
+            assert got[name].numpy()[i].tolist() == values, (name, a, b)
+
+
+def _pop_until_fits(len_a, len_b, max_length):
+    """The original's rule, one token at a time: the longer loses its last token, b on a tie."""
+    while len_a + len_b > max_length:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return len_a, len_b
+
+
+def test_truncated_lengths_equal_popping_one_token_at_a_time():
+    grid = np.array(list(itertools.product(range(14), range(14), range(13))), np.int64)
+    new_a, new_b = truncated_lengths(grid[:, 0], grid[:, 1], grid[:, 2])
+    for (la, lb, m), got_a, got_b in zip(grid, new_a.numpy(), new_b.numpy()):
+        assert (got_a, got_b) == _pop_until_fits(la, lb, m), (la, lb, m)
+
+
+@pytest.mark.slow
+def test_pairs_equal_python(serving, tokenizer):
+    got = serving.pairs(tf.constant(TEXTS_A), tf.constant(TEXTS_B))
+    _assert_equal_to_python(got, tokenizer, TEXTS_A, TEXTS_B)
+
+
+@pytest.mark.slow
+def test_pair_emptied_by_truncation_has_the_single_layout(serving, tokenizer):
+    # max_seq_length 4 leaves 1 piece for a and b: a keeps it, b is emptied, and the original
+    # then lays the example out as [CLS] a [SEP] without a second [SEP].
+    short = ServingInputs(tokenizer.vocab, max_seq_length=4, tokenizer=serving.tokenizer)
+    got = short.pairs(tf.constant(["two words"]), tf.constant(["b"]))
+    expected = _python(tokenizer, "two words", "b", max_seq_length=4)
+    assert expected["input_mask"] == [1, 1, 1, 0]
+    for name, values in expected.items():
+        assert got[name].numpy()[0].tolist() == values, name
+
+
+@pytest.mark.slow
+def test_single_equals_python(serving, tokenizer):
+    got = serving.single(tf.constant(TEXTS_A))
+    _assert_equal_to_python(got, tokenizer, TEXTS_A, [None] * len(TEXTS_A))
+
+
+@pytest.mark.slow
+def test_words_give_the_word_of_every_piece(serving, tokenizer):
+    got = serving.words(tf.constant(TEXTS_A))
+    single = serving.single(tf.constant(TEXTS_A))
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        np.testing.assert_array_equal(got[name].numpy(), single[name].numpy())
+    basic = BasicTokenizer()
+    for i, text in enumerate(TEXTS_A):
+        words = basic._clean_text(text).split()  # whitespace words of the cleaned text
+        word_ids, first = [-1], [0]
+        for w, word in enumerate(words):
+            pieces = tokenizer.tokenize(word)
+            word_ids += [w] * len(pieces)
+            first += [1] + [0] * (len(pieces) - 1)
+        word_ids = word_ids[:MAX_SEQ_LENGTH - 1] + [-1]
+        first = first[:MAX_SEQ_LENGTH - 1] + [0]
+        assert got["word_ids"].numpy()[i].tolist() == word_ids + [-1] * (
+            MAX_SEQ_LENGTH - len(word_ids)), text
+        assert got["first_piece"].numpy()[i].tolist() == pad_to(first, MAX_SEQ_LENGTH), text
+        assert got["num_words"].numpy()[i] == len(words)
+
+
+def test_vocab_without_cls_is_an_error():
+    with pytest.raises(ValueError, match="no \\[CLS\\] entry"):
+        ServingInputs({"[UNK]": 0, "[SEP]": 1}, tokenizer=object())
+
+
+@pytest.mark.slow
+def test_saved_model_runs_with_only_tensorflow_and_text(serving, tmp_path):
+    path = str(tmp_path / "serving")
+    tf.saved_model.save(serving, path, signatures={
+        "pairs": serving.pairs.get_concrete_function(),
+        # `single` is `pairs` with empty b rows; not exported here to keep the test shorter.
+        "words": serving.words.get_concrete_function(),
+    })
+    texts_a, texts_b = TEXTS_A[:6], TEXTS_B[:6]
+    expected = serving.pairs(tf.constant(texts_a), tf.constant(texts_b))
+    script = textwrap.dedent(f"""
+        import json, sys
+        import tensorflow as tf
+        import tensorflow_text  # registers the WordPiece ops
+        assert not any(m.startswith("bert_tf") for m in sys.modules)
+        loaded = tf.saved_model.load({path!r})
+        out = loaded.signatures["pairs"](text_a=tf.constant({texts_a!r}),
+                                         text_b=tf.constant({texts_b!r}))
+        print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}))
+    """)
+    env = {**os.environ, "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=env, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr[-2000:]
+    import json
+
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        assert got[name] == expected[name].numpy().tolist()
