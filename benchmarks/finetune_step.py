@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, print_table  # noqa: E402
+from common import BERT_BASE, machine_header, print_table  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -34,25 +34,6 @@ from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
 from bert_tf.training.trainer import Trainer, TrainerOptions  # noqa: E402
-
-try:
-    from common import machine_header  # noqa: E402
-except ImportError:  # benchmarks/common.py before it names the machine itself
-    def machine_header():
-        model, flags = "unknown", set()
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-        relevant = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
-                    "amx_bf16")
-        present = " ".join(f if f in flags else f"-{f}" for f in relevant)
-        return (f"CPU: {model}; flags {present}; {os.cpu_count()} logical CPU(s)\n"
-                f"TensorFlow {tf.__version__}; load average at start "
-                + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16"}
 LABELS = ["0", "1"]
