@@ -14,7 +14,8 @@ bert_tf.original), float32, in the same run on the same batch:
 Each row: seconds per step (median and fastest of --steps single-step calls after
 --warmup_steps), sequences/s from the median, and the original's float32 step with our speed-up
 over it (original seconds / ours; a bfloat16 row is compared with the original's float32 step,
-the only precision it has).
+the only precision it has). The steps of all the rows of a batch size and the original's are
+timed in turns, so a change of load on a shared machine falls on them alike.
 """
 
 import argparse
@@ -24,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, print_table  # noqa: E402
+from common import BERT_BASE, machine_header, print_table  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -33,25 +34,6 @@ from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
 from bert_tf.training.trainer import Trainer, TrainerOptions  # noqa: E402
-
-try:
-    from common import machine_header  # noqa: E402
-except ImportError:  # benchmarks/common.py before it names the machine itself
-    def machine_header():
-        model, flags = "unknown", set()
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-        relevant = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
-                    "amx_bf16")
-        present = " ".join(f if f in flags else f"-{f}" for f in relevant)
-        return (f"CPU: {model}; flags {present}; {os.cpu_count()} logical CPU(s)\n"
-                f"TensorFlow {tf.__version__}; load average at start "
-                + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16"}
 LABELS = ["0", "1"]
@@ -82,19 +64,24 @@ class SyntheticStream:
         return next(self.iterator)
 
 
-def time_steps(run_step, steps, warmup_steps):
-    """(median, fastest) seconds of `steps` calls of run_step() after `warmup_steps` calls."""
-    for _ in range(warmup_steps):
-        run_step()
-    times = []
+def time_interleaved(step_fns, steps, warmup_steps):
+    """{name: (median, fastest) seconds per call} of the callables in `step_fns`, after
+    `warmup_steps` calls of each, timed in turns (one call of each per round) so that a change
+    of load on the shared cores falls on all of them alike."""
+    for step in step_fns.values():
+        for _ in range(warmup_steps):
+            step()
+    times = {name: [] for name in step_fns}
     for _ in range(steps):
-        start = time.perf_counter()
-        run_step()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), min(times)
+        for name, step in step_fns.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {name: (float(np.median(t)), min(t)) for name, t in times.items()}
 
 
-def measure(config, batch, steps, warmup_steps, dtype):
+def our_step(config, batch, dtype):
+    """A callable running one training step of ours on `batch` (Trainer's train function)."""
     options = TrainerOptions(
         output_dir="/nonexistent", train_batch_size=len(batch["label_ids"]),
         mixed_precision=MIXED_PRECISION[dtype], num_train_steps=10**6, num_warmup_steps=100,
@@ -108,12 +95,13 @@ def measure(config, batch, steps, warmup_steps, dtype):
         loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
         assert np.all(np.isfinite(loss))
 
-    return time_steps(step, steps, warmup_steps)
+    return step
 
 
-def measure_original(repo, config_dict, batch, steps, warmup_steps):
-    """run_classifier.py's float32 training step (create_model in training mode, with its
-    dropout, + create_optimizer) on the same batch, in a tf.compat.v1 session."""
+def original_step(repo, config_dict, batch):
+    """A callable running one float32 training step of run_classifier.py's graph
+    (create_model in training mode, with its dropout, + create_optimizer) on `batch`, in a
+    tf.compat.v1 session that stays open."""
     run_classifier = load_original_module(repo, "run_classifier")
     graph = tf.Graph()
     # create_model reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
@@ -130,14 +118,14 @@ def measure_original(repo, config_dict, batch, steps, warmup_steps):
             init = tf.compat.v1.global_variables_initializer()
     finally:
         tf.compat.v1.enable_v2_tensorshape()
-    with tf.compat.v1.Session(graph=graph) as session:
-        session.run(init)
+    session = tf.compat.v1.Session(graph=graph)
+    session.run(init)
 
-        def step():
-            _, value = session.run([train_op, loss])
-            assert np.isfinite(value)
+    def step():
+        _, value = session.run([train_op, loss])
+        assert np.isfinite(value)
 
-        return time_steps(step, steps, warmup_steps)
+    return step
 
 
 def main():
@@ -170,12 +158,13 @@ def main():
     rows = []
     for batch_size in batch_sizes:
         batch = synthetic_batch(batch_size, args.seq_length, config.vocab_size)
-        original = None
+        step_fns = {dtype: our_step(config, batch, dtype) for dtype in dtypes}
         if args.original_repo:
-            original = measure_original(args.original_repo, config_dict, batch, args.steps,
-                                        args.warmup_steps)
+            step_fns["original"] = original_step(args.original_repo, config_dict, batch)
+        timings = time_interleaved(step_fns, args.steps, args.warmup_steps)
+        original = timings.get("original")
         for dtype in dtypes:
-            seconds, best = measure(config, batch, args.steps, args.warmup_steps, dtype)
+            seconds, best = timings[dtype]
             rows.append([
                 dtype, args.seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
                 f"{batch_size / seconds:.2f}",
