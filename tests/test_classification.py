@@ -20,8 +20,9 @@ from bert_tf.config import BertConfig
 from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (
-    CLASSIFIER_DRIVER, assert_checkpoints_identical, assert_matches_golden,
-    kill_after_checkpoint, read_checkpoint, run_driver, state_lists, write_config,
+    CLASSIFIER_DRIVER, assert_checkpoints_identical, assert_close, assert_matches_golden,
+    kill_after_checkpoint, read_checkpoint, run_driver, run_in_process, state_lists,
+    write_config,
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "classifier_model"
@@ -52,14 +53,6 @@ def options(output_dir, **overrides):
                   shuffle_buffer_size=0, keep_checkpoint_max=0)
     values.update(overrides)
     return TrainerOptions(**values)
-
-
-def assert_close(ours, expected, name):
-    """Within 1e-5 relative to the largest magnitude of the expected values."""
-    expected = np.asarray(expected, np.float32)
-    scale = float(np.max(np.abs(expected)))
-    np.testing.assert_allclose(np.asarray(ours, np.float32), expected, rtol=0,
-                               atol=1e-5 * scale, err_msg=name)
 
 
 def read_features(path):
@@ -230,22 +223,6 @@ def driver_args(output_dir, bert_config_file, **overrides):
     }
     args.update(overrides)
     return args
-
-
-def run_in_process(args):
-    """What CLASSIFIER_DRIVER does under the default strategy, in this process (one process
-    start less): train, then eval if asked. Returns the driver's RESULT dict."""
-    args = dict(args)
-    config = BertConfig.from_json_file(args.pop("bert_config_file"))
-    task = ClassificationTask(**args.pop("task"))
-    train_files, eval_files = args.pop("input_files"), args.pop("eval_files")
-    do_eval = args.pop("do_eval", False)
-    trainer = Trainer(config, task, TrainerOptions(**args))
-    history = []
-    checkpoint = trainer.train(train_files, step_callback=lambda s, v: history.append([s, v]))
-    results = trainer.evaluate(eval_files, pad_final_batch=True) if do_eval else {}
-    return {"checkpoint": checkpoint, "history": history,
-            "results": {k: float(v) for k, v in results.items()}}
 
 
 @pytest.mark.slow
