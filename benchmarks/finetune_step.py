@@ -20,11 +20,12 @@ the only precision it has).
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, print_table, time_original_step, time_trainer_step,
+)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -32,7 +33,6 @@ import tensorflow as tf  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
-from bert_tf.training.trainer import Trainer, TrainerOptions  # noqa: E402
 
 try:
     from common import machine_header  # noqa: E402
@@ -71,73 +71,26 @@ def synthetic_batch(batch_size, seq_length, vocab_size, seed=0):
     }
 
 
-class SyntheticStream:
-    """The fixed batch, repeated: the step's cost without the input pipeline's."""
-
-    def __init__(self, batch):
-        tensors = {k: tf.constant(v) for k, v in batch.items()}
-        self.iterator = iter(tf.data.Dataset.from_tensors(tensors).repeat())
-
-    def get_next(self):
-        return next(self.iterator)
-
-
-def time_steps(run_step, steps, warmup_steps):
-    """(median, fastest) seconds of `steps` calls of run_step() after `warmup_steps` calls."""
-    for _ in range(warmup_steps):
-        run_step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        run_step()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), min(times)
-
-
 def measure(config, batch, steps, warmup_steps, dtype):
-    options = TrainerOptions(
-        output_dir="/nonexistent", train_batch_size=len(batch["label_ids"]),
-        mixed_precision=MIXED_PRECISION[dtype], num_train_steps=10**6, num_warmup_steps=100,
-        learning_rate=LEARNING_RATE,
-    )
     seq_length = batch["input_ids"].shape[1]
-    trainer = Trainer(config, ClassificationTask("bench", LABELS, seq_length), options)
-    train = trainer.make_train_function(SyntheticStream(batch))
-
-    def step():
-        loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
-        assert np.all(np.isfinite(loss))
-
-    return time_steps(step, steps, warmup_steps)
+    return time_trainer_step(config, ClassificationTask("bench", LABELS, seq_length), batch,
+                             steps, warmup_steps, MIXED_PRECISION[dtype], LEARNING_RATE)
 
 
 def measure_original(repo, config_dict, batch, steps, warmup_steps):
     """run_classifier.py's float32 training step (create_model in training mode, with its
     dropout, + create_optimizer) on the same batch, in a tf.compat.v1 session."""
     run_classifier = load_original_module(repo, "run_classifier")
-    graph = tf.Graph()
-    # create_model reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
-    tf.compat.v1.disable_v2_tensorshape()
-    try:
-        with graph.as_default():
-            features = {k: tf.constant(v) for k, v in batch.items()}
-            config = run_classifier.modeling.BertConfig.from_dict(config_dict)
-            loss, _, _, _ = run_classifier.create_model(
-                config, True, features["input_ids"], features["input_mask"],
-                features["segment_ids"], features["label_ids"], len(LABELS), False)
-            train_op = run_classifier.optimization.create_optimizer(
-                loss, LEARNING_RATE, 10**6, 100, False)
-            init = tf.compat.v1.global_variables_initializer()
-    finally:
-        tf.compat.v1.enable_v2_tensorshape()
-    with tf.compat.v1.Session(graph=graph) as session:
-        session.run(init)
 
-        def step():
-            _, value = session.run([train_op, loss])
-            assert np.isfinite(value)
+    def build_train_op(features):
+        config = run_classifier.modeling.BertConfig.from_dict(config_dict)
+        loss, _, _, _ = run_classifier.create_model(
+            config, True, features["input_ids"], features["input_mask"],
+            features["segment_ids"], features["label_ids"], len(LABELS), False)
+        return loss, run_classifier.optimization.create_optimizer(
+            loss, LEARNING_RATE, 10**6, 100, False)
 
-        return time_steps(step, steps, warmup_steps)
+    return time_original_step(build_train_op, batch, steps, warmup_steps)
 
 
 def main():

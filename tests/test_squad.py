@@ -182,7 +182,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
     """With the encoder's dropout (0.1) and a shuffled input: a run killed after its step-4
     checkpoint (in another process) and resumed ends with the uninterrupted run's weights."""
     config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
-    total = 30
+    total = 16
     common = dict(num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
                   keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7)
     reference = run_in_process(driver_args(tmp_path / "reference", config_file, **common))
