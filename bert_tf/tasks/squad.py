@@ -206,10 +206,7 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
         del train_examples
         out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
     else:
-        out["checkpoint"] = trainer.restore(weights_only=True)
-        if out["checkpoint"] is None and not options.init_checkpoint:
-            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
-                            "randomly initialized weights")
+        out["checkpoint"] = trainer.restore_weights()
     if do_predict:
         out.update(_predict(trainer, options, convert))
     return out
