@@ -422,13 +422,16 @@ def main(argv=None):
     sides = (["original"] if args.original_repo else []) + ["bert_tf"]
     for side in sides:
         reports[side] = run_side(args, side, str(workdir / side))
-        print(f"  {side} done in {reports[side]['wall_s']:.1f} s", flush=True)
+        model = (f"; model step median {reports[side]['model_step_median']:.3f} s"
+                 if "model_step_median" in reports[side] else "")
+        print(f"  {side} done in {reports[side]['wall_s']:.1f} s{model}", flush=True)
 
     steps = args.steps.split(",")
     ours = reports["bert_tf"]
-    print(f"\nquestions: {ours.get('num_eval_examples', '?'):,} (predict), train examples "
-          f"{ours.get('num_train_examples', '?'):,} -> {ours.get('num_train_features', '?'):,} "
-          f"features, eval features {ours.get('num_eval_features', '?'):,}")
+    if "features" in steps:
+        print(f"\nquestions: {ours['num_eval_examples']:,} (predict), train examples "
+              f"{ours['num_train_examples']:,} -> {ours['num_train_features']:,} features, "
+              f"eval features {ours['num_eval_features']:,}")
     print(f"1-minute load average at the end: {os.getloadavg()[0]:.2f} (2 cores shared with "
           "other sessions: above ~1 means competition)")
     print("Wall seconds, and CPU seconds of the process (less sensitive to the other sessions); "

@@ -4,10 +4,8 @@ the loss, 3 optimizer steps, the checkpoint's variables; mirrored = default, SIG
 uninterrupted; and `run()` / run_squad.py end to end with every bad input as one clear error.
 """
 
-import copy
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +21,8 @@ from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.tasks.squad import SquadError, SquadOptions, SquadTask, run
 from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
 from test_training_helpers import (
-    FINETUNE_DRIVER, REPO, assert_checkpoints_identical, assert_close, assert_matches_golden,
-    kill_after_checkpoint, read_checkpoint, run_driver, run_in_process, state_lists,
+    REPO, assert_close, assert_matches_golden, assert_mirrored_equals_default,
+    assert_sigkill_and_resume_is_uninterrupted, finetune_driver_args, read_checkpoint,
     write_config,
 )
 
@@ -141,60 +139,28 @@ def test_our_checkpoint_holds_the_originals_variables(trained):
     assert not [n for n in ours if n.startswith("bert/pooler/") and "adam" in n]
 
 
-def driver_args(output_dir, bert_config_file, **overrides):
-    """FINETUNE_DRIVER's arguments for SquadTask: 2 steps on the recording's records."""
-    args = {
-        "bert_config_file": str(bert_config_file),
-        "task_class": TASK_CLASS,
-        "task": {"max_seq_length": MAX_SEQ_LENGTH},
-        "input_files": [TRAIN],
-        "output_dir": str(output_dir),
-        "train_batch_size": BATCH_SIZE,
-        "learning_rate": 1e-3,
-        "num_warmup_steps": 1,
-        "num_train_steps": 2,
-        "save_checkpoints_steps": 2,
-        "iterations_per_loop": 1,
-        "shuffle_buffer_size": 0,
-    }
-    args.update(overrides)
-    return args
+def driver_args(bert_config_file, **common):
+    """FINETUNE_DRIVER's arguments for SquadTask on the recording's records, as a function of
+    the output_dir (and overrides)."""
+    return lambda output_dir, **overrides: finetune_driver_args(
+        output_dir, bert_config_file, {"max_seq_length": MAX_SEQ_LENGTH}, [TRAIN], BATCH_SIZE,
+        task_class=TASK_CLASS, **common, **overrides)
 
 
 @pytest.mark.slow
 def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
-    config_file = golden_path("train", "bert_config.json")
-    common = dict(init_checkpoint=str(init_checkpoint))
-    single = run_in_process(driver_args(tmp_path / "single", config_file, **common))
-    mirrored = run_driver(driver_args(tmp_path / "mirrored", config_file, strategy="mirrored",
-                                      cpus=2, **common), driver=FINETUNE_DRIVER)
-    a = read_checkpoint(tmp_path / "single" / "model.ckpt-2")
-    b = read_checkpoint(tmp_path / "mirrored" / "model.ckpt-2")
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
-    np.testing.assert_allclose([v["total_loss"] for _, v in mirrored["history"]],
-                               [v["total_loss"] for _, v in single["history"]], rtol=1e-5)
+    assert_mirrored_equals_default(tmp_path, driver_args(
+        golden_path("train", "bert_config.json"), init_checkpoint=str(init_checkpoint)))
 
 
 @pytest.mark.slow
 def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
-    """With the encoder's dropout (0.1) and a shuffled input: a run killed after its step-4
-    checkpoint (in another process) and resumed ends with the uninterrupted run's weights."""
+    """With the encoder's dropout (0.1) and a shuffled input."""
     config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
     total = 16
-    common = dict(num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
-                  keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7)
-    reference = run_in_process(driver_args(tmp_path / "reference", config_file, **common))
-    assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
-    interrupted = tmp_path / "interrupted"
-    kill_after_checkpoint(driver_args(interrupted, config_file, **common), interrupted, 4,
-                          random.Random(os.getpid()), driver=FINETUNE_DRIVER)
-    assert not state_lists(interrupted, total)
-    resumed = run_in_process(driver_args(interrupted, config_file, **common))
-    assert resumed["history"][0][0] >= 4  # it did resume
-    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
-                                 interrupted / f"model.ckpt-{total}")
+    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
+        config_file, num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
+        keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7), total)
 
 
 # --- run() end to end ---------------------------------------------------------------------------
@@ -242,7 +208,7 @@ def test_run_trains_predicts_and_evaluates(tmp_path, version_2):
     assert names <= set(os.listdir(output_dir))
     assert not [n for n in os.listdir(output_dir) if ".tmp-" in n]
     predictions = json.loads((output_dir / "predictions.json").read_text())
-    assert len(predictions) == 9 if version_2 else 8
+    assert len(predictions) == (9 if version_2 else 8)
     results = json.loads((output_dir / "eval_results.json").read_text())
     assert results == out["eval_results"]
     if version_2:

@@ -5,6 +5,7 @@ SIGKILL of a run mid-way, and the comparison of checkpoints with the original's.
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -172,7 +173,6 @@ eval_files = args.pop("eval_files", None)
 trainer = Trainer(config, task, TrainerOptions(**args), strategy)
 evaluate = lambda: trainer.evaluate(eval_files, pad_final_batch=True)
 """ + _DRIVER_END
-CLASSIFIER_DRIVER = FINETUNE_DRIVER
 
 DEFAULT_TASK_CLASS = "bert_tf.tasks.classification:ClassificationTask"
 
@@ -202,6 +202,62 @@ def run_in_process(args):
     results = trainer.evaluate(eval_files, pad_final_batch=True) if do_eval else {}
     return {"checkpoint": checkpoint, "history": history,
             "results": {k: float(v) for k, v in results.items()}}
+
+
+def finetune_driver_args(output_dir, bert_config_file, task, input_files, batch_size,
+                         **overrides):
+    """FINETUNE_DRIVER's arguments (see above) of a 2-step run in file order, learning rate
+    1e-3 with 1 warmup step; `task` is the task's arguments (and "task_class" may be among
+    `overrides`)."""
+    args = {
+        "bert_config_file": str(bert_config_file),
+        "task": task,
+        "input_files": list(input_files),
+        "output_dir": str(output_dir),
+        "train_batch_size": batch_size,
+        "eval_batch_size": batch_size,
+        "learning_rate": 1e-3,
+        "num_warmup_steps": 1,
+        "num_train_steps": 2,
+        "save_checkpoints_steps": 2,
+        "iterations_per_loop": 1,
+        "shuffle_buffer_size": 0,
+    }
+    args.update(overrides)
+    return args
+
+
+def assert_mirrored_equals_default(tmp_path, driver_args):
+    """`driver_args(output_dir, **overrides)`'s 2-step run under the default strategy (in this
+    process) and mirrored over 2 logical CPUs (FINETUNE_DRIVER): the same checkpoint and
+    losses. Returns both RESULT dicts (default, mirrored)."""
+    single = run_in_process(driver_args(tmp_path / "single"))
+    mirrored = run_driver(driver_args(tmp_path / "mirrored", strategy="mirrored", cpus=2),
+                          driver=FINETUNE_DRIVER)
+    a = read_checkpoint(tmp_path / "single" / "model.ckpt-2")
+    b = read_checkpoint(tmp_path / "mirrored" / "model.ckpt-2")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    np.testing.assert_allclose([v["total_loss"] for _, v in mirrored["history"]],
+                               [v["total_loss"] for _, v in single["history"]], rtol=1e-5)
+    return single, mirrored
+
+
+def assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args, total):
+    """`driver_args(output_dir)`'s run of `total` steps (a checkpoint every 2): killed in
+    another process after its step-4 checkpoint and resumed, it ends with the uninterrupted
+    run's checkpoint, bit for bit."""
+    reference = run_in_process(driver_args(tmp_path / "reference"))
+    assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
+    interrupted = tmp_path / "interrupted"
+    kill_after_checkpoint(driver_args(interrupted), interrupted, 4,
+                          random.Random(os.getpid()), driver=FINETUNE_DRIVER)
+    assert not state_lists(interrupted, total)
+    resumed = run_in_process(driver_args(interrupted))
+    assert resumed["history"][0][0] >= 4  # it did resume
+    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
+                                 interrupted / f"model.ckpt-{total}")
 
 
 def env(extra=None):
