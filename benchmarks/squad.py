@@ -460,7 +460,7 @@ def main(argv=None):
         print("|---|---:|---:|---:|---:|")
         for label, a, b in (("median", o_median, median), ("fastest", o_best, best)):
             print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x | {args.batch_size / b:.2f} |")
-    if "original" in reports:
+    if "original" in reports and {"features", "predictions"} & set(steps):
         print("\noutputs, bert_tf vs original:")
         for name, verdict in compare_outputs(str(workdir / "bert_tf"),
                                              str(workdir / "original")).items():
