@@ -119,18 +119,22 @@ def cpu_description():
 
 # --- training steps: ours (the Trainer's) and the original's (a tf.compat.v1 graph) ------------
 
-def time_steps(run_step, steps, warmup_steps):
-    """(median, fastest) seconds of `steps` calls of run_step() after `warmup_steps` calls."""
+def time_interleaved(step_fns, steps, warmup_steps):
+    """{name: (median, fastest) seconds per call} of the callables in `step_fns`, after
+    `warmup_steps` calls of each, timed in turns (one call of each per round) so that a change
+    of load on the shared cores falls on all of them alike."""
     import numpy as np
 
-    for _ in range(warmup_steps):
-        run_step()
-    times = []
+    for step in step_fns.values():
+        for _ in range(warmup_steps):
+            step()
+    times = {name: [] for name in step_fns}
     for _ in range(steps):
-        start = time.perf_counter()
-        run_step()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), min(times)
+        for name, step in step_fns.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {name: (float(np.median(t)), min(t)) for name, t in times.items()}
 
 
 class SyntheticStream:
@@ -147,10 +151,10 @@ class SyntheticStream:
         return next(self.iterator)
 
 
-def time_trainer_step(config, task, batch, steps, warmup_steps, mixed_precision="none",
-                      learning_rate=5e-5):
-    """(median, fastest) seconds of the real training step of `Trainer` with `task` (forward,
-    backward, clipping, AdamWeightDecay, global_step; no checkpoint writes) on `batch`."""
+def trainer_step(config, task, batch, mixed_precision="none", learning_rate=5e-5):
+    """A callable running one real training step of `Trainer` with `task` (forward, backward,
+    clipping, AdamWeightDecay, global_step; no checkpoint writes) on the fixed `batch`, with
+    10**6 training steps and 100 warmup steps."""
     import numpy as np
     import tensorflow as tf
 
@@ -166,14 +170,15 @@ def time_trainer_step(config, task, batch, steps, warmup_steps, mixed_precision=
         loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
         assert np.all(np.isfinite(loss))
 
-    return time_steps(step, steps, warmup_steps)
+    return step
 
 
-def time_original_step(build_train_op, batch, steps, warmup_steps):
-    """(median, fastest) seconds of an original script's float32 training step in a
-    tf.compat.v1 session: `build_train_op(features)` (features: the batch as constants)
-    builds its model and its optimizer (`optimization.create_optimizer` with use_tpu=False
-    and time_trainer_step's schedule: 10**6 steps, 100 warmup) and returns (loss, train_op)."""
+def original_step(build_train_op, batch):
+    """A callable running one float32 training step of an original script's graph, in a
+    tf.compat.v1 session that stays open: `build_train_op(features)` (features: `batch` as
+    constants) builds its model and optimizer (`optimization.create_optimizer` with
+    use_tpu=False and trainer_step's schedule: 10**6 steps, 100 warmup) and returns
+    (loss, train_op)."""
     import numpy as np
     import tensorflow as tf
 
@@ -186,11 +191,11 @@ def time_original_step(build_train_op, batch, steps, warmup_steps):
             init = tf.compat.v1.global_variables_initializer()
     finally:
         tf.compat.v1.enable_v2_tensorshape()
-    with tf.compat.v1.Session(graph=graph) as session:
-        session.run(init)
+    session = tf.compat.v1.Session(graph=graph)
+    session.run(init)
 
-        def step():
-            _, value = session.run([train_op, loss])
-            assert np.isfinite(value)
+    def step():
+        _, value = session.run([train_op, loss])
+        assert np.isfinite(value)
 
-        return time_steps(step, steps, warmup_steps)
+    return step

@@ -249,7 +249,7 @@ def step_model(ctx):
     bert_tf's Trainer + SquadTask, or the original's model_fn (create_model in training mode,
     its loss and create_optimizer) in a tf.compat.v1 session. Records the median and fastest
     seconds per step of --model_steps steps after --model_warmup_steps."""
-    from common import BERT_BASE, time_original_step, time_trainer_step
+    from common import BERT_BASE, original_step, time_interleaved, trainer_step
 
     args, side = ctx["args"], ctx["side"]
     batch = synthetic_training_batch(args.batch_size)
@@ -257,8 +257,7 @@ def step_model(ctx):
         from bert_tf.config import BertConfig
         from bert_tf.tasks.squad import SquadTask
 
-        times = time_trainer_step(BertConfig.from_dict(BERT_BASE), SquadTask(MAX_SEQ_LENGTH),
-                                  batch, args.model_steps, args.model_warmup_steps)
+        step = trainer_step(BertConfig.from_dict(BERT_BASE), SquadTask(MAX_SEQ_LENGTH), batch)
     else:
         import types
 
@@ -276,9 +275,9 @@ def step_model(ctx):
             spec = model_fn(features, None, m.tf.estimator.ModeKeys.TRAIN, {})
             return spec["loss"], spec["train_op"]
 
-        times = time_original_step(build_train_op, batch, args.model_steps,
-                                   args.model_warmup_steps)
-    ctx["model_step_median"], ctx["model_step_best"] = times
+        step = original_step(build_train_op, batch)
+    ctx["model_step_median"], ctx["model_step_best"] = time_interleaved(
+        {side.name: step}, args.model_steps, args.model_warmup_steps)[side.name]
 
 
 # name -> (untimed preparation or None, timed step).
