@@ -21,19 +21,18 @@ timed in turns, so a change of load on a shared machine falls on them alike.
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, machine_header, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, machine_header, original_step, print_table, time_interleaved, trainer_step,
+)
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
-from bert_tf.training.trainer import Trainer, TrainerOptions  # noqa: E402
 
 MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16"}
 LABELS = ["0", "1"]
@@ -53,79 +52,27 @@ def synthetic_batch(batch_size, seq_length, vocab_size, seed=0):
     }
 
 
-class SyntheticStream:
-    """The fixed batch, repeated: the step's cost without the input pipeline's."""
-
-    def __init__(self, batch):
-        tensors = {k: tf.constant(v) for k, v in batch.items()}
-        self.iterator = iter(tf.data.Dataset.from_tensors(tensors).repeat())
-
-    def get_next(self):
-        return next(self.iterator)
-
-
-def time_interleaved(step_fns, steps, warmup_steps):
-    """{name: (median, fastest) seconds per call} of the callables in `step_fns`, after
-    `warmup_steps` calls of each, timed in turns (one call of each per round) so that a change
-    of load on the shared cores falls on all of them alike."""
-    for step in step_fns.values():
-        for _ in range(warmup_steps):
-            step()
-    times = {name: [] for name in step_fns}
-    for _ in range(steps):
-        for name, step in step_fns.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    return {name: (float(np.median(t)), min(t)) for name, t in times.items()}
-
-
 def our_step(config, batch, dtype):
     """A callable running one training step of ours on `batch` (Trainer's train function)."""
-    options = TrainerOptions(
-        output_dir="/nonexistent", train_batch_size=len(batch["label_ids"]),
-        mixed_precision=MIXED_PRECISION[dtype], num_train_steps=10**6, num_warmup_steps=100,
-        learning_rate=LEARNING_RATE,
-    )
     seq_length = batch["input_ids"].shape[1]
-    trainer = Trainer(config, ClassificationTask("bench", LABELS, seq_length), options)
-    train = trainer.make_train_function(SyntheticStream(batch))
-
-    def step():
-        loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
-        assert np.all(np.isfinite(loss))
-
-    return step
+    return trainer_step(config, ClassificationTask("bench", LABELS, seq_length), batch,
+                        MIXED_PRECISION[dtype], LEARNING_RATE)
 
 
-def original_step(repo, config_dict, batch):
+def classifier_original_step(repo, config_dict, batch):
     """A callable running one float32 training step of run_classifier.py's graph
-    (create_model in training mode, with its dropout, + create_optimizer) on `batch`, in a
-    tf.compat.v1 session that stays open."""
+    (create_model in training mode, with its dropout, + create_optimizer) on `batch`."""
     run_classifier = load_original_module(repo, "run_classifier")
-    graph = tf.Graph()
-    # create_model reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
-    tf.compat.v1.disable_v2_tensorshape()
-    try:
-        with graph.as_default():
-            features = {k: tf.constant(v) for k, v in batch.items()}
-            config = run_classifier.modeling.BertConfig.from_dict(config_dict)
-            loss, _, _, _ = run_classifier.create_model(
-                config, True, features["input_ids"], features["input_mask"],
-                features["segment_ids"], features["label_ids"], len(LABELS), False)
-            train_op = run_classifier.optimization.create_optimizer(
-                loss, LEARNING_RATE, 10**6, 100, False)
-            init = tf.compat.v1.global_variables_initializer()
-    finally:
-        tf.compat.v1.enable_v2_tensorshape()
-    session = tf.compat.v1.Session(graph=graph)
-    session.run(init)
 
-    def step():
-        _, value = session.run([train_op, loss])
-        assert np.isfinite(value)
+    def build_train_op(features):
+        config = run_classifier.modeling.BertConfig.from_dict(config_dict)
+        loss, _, _, _ = run_classifier.create_model(
+            config, True, features["input_ids"], features["input_mask"],
+            features["segment_ids"], features["label_ids"], len(LABELS), False)
+        return loss, run_classifier.optimization.create_optimizer(
+            loss, LEARNING_RATE, 10**6, 100, False)
 
-    return step
+    return original_step(build_train_op, batch)
 
 
 def main():
@@ -160,7 +107,8 @@ def main():
         batch = synthetic_batch(batch_size, args.seq_length, config.vocab_size)
         step_fns = {dtype: our_step(config, batch, dtype) for dtype in dtypes}
         if args.original_repo:
-            step_fns["original"] = original_step(args.original_repo, config_dict, batch)
+            step_fns["original"] = classifier_original_step(args.original_repo, config_dict,
+                                                            batch)
         timings = time_interleaved(step_fns, args.steps, args.warmup_steps)
         original = timings.get("original")
         for dtype in dtypes:
