@@ -69,10 +69,11 @@ def main(argv):
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfig, BertConfigError
     from bert_tf.data.classifier import ClassifierDataError
-    from bert_tf.tasks.classification import ClassifierError, ClassifierOptions, run
+    from bert_tf.tasks.classification import ClassifierOptions, run
     from bert_tf.tokenization import VocabError
     from bert_tf.training.input_pipeline import InputError
     from bert_tf.training.strategy import StrategyError
+    from bert_tf.training.trainer import TrainingError
 
     try:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
@@ -93,7 +94,7 @@ def main(argv):
         )
         out = run(config, options, strategy, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                   do_predict=FLAGS.do_predict)
-    except (ClassifierError, ClassifierDataError, BertConfigError, CheckpointError,
+    except (TrainingError, ClassifierDataError, BertConfigError, CheckpointError,
             StrategyError, InputError, VocabError, FloatingPointError) as e:
         print(f"run_classifier.py: error: {e}", file=sys.stderr)
         return 1

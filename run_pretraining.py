@@ -12,6 +12,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from bert_tf import flags as shared_flags  # noqa: E402
+
 FLAGS = flags.FLAGS
 
 # The original's flags.
@@ -37,43 +39,10 @@ flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save a checkp
 flags.DEFINE_integer("iterations_per_loop", 1000,
                      "Steps run inside one tf.function call between host-side work.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval batches.")
-flags.DEFINE_bool("use_tpu", False, "Whether to use a TPU (implies --strategy=tpu).")
-flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use (name or grpc://ip:8470 url).")
-flags.DEFINE_string("tpu_zone", None, "[Optional] GCE zone of the Cloud TPU.")
-flags.DEFINE_string("gcp_project", None, "[Optional] GCP project of the Cloud TPU.")
-flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Only used with a TPU: total number of TPU cores.")
+shared_flags.define_tpu_flags()
 
-# Added flags.
-flags.DEFINE_enum("strategy", "default",
-                  ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "tf.distribute strategy (mirrored: every GPU, else every logical CPU; "
-                  "multi_worker_mirrored: the cluster of TF_CONFIG).")
-flags.DEFINE_integer("shuffle_buffer_size", 100,
-                     "Records in the training shuffle buffer; 0 reads the files in order.")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in output_dir (0 keeps all).")
-flags.DEFINE_integer("seed", 12345, "Seed of the weight initialisation, dropout and shuffles.")
-# Pretraining at scale (docs/scale.md).
-flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16", "auto"],
-                  "Compute dtype of the model (variables, LayerNorm, softmax, losses and the "
-                  "update stay float32); fp16 uses dynamic loss scaling. auto: bf16 where the "
-                  "hardware computes it natively, fp16 on GPUs of compute capability 7.x, else "
-                  "none. On a CPU without AVX512_BF16/AMX, bf16 is slower than none (a warning "
-                  "says so).")
-flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA (jit_compile), "
-                  "the optimizer update included.")
-flags.DEFINE_bool("fused_optimizer", False,
-                  "Compile only the optimizer update with XLA, one kernel per variable (implied "
-                  "by --use_xla): faster on CPU, equal to the op-by-op update up to float32 "
-                  "rounding.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
-                  "adamw: the original AdamWeightDecay; lamb: LAMB (You et al., 2019).")
-flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                     "Micro-batches per optimizer step; --train_batch_size stays the global batch "
-                     "of one step.")
-flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
-                   "fp16 only: the first dynamic loss scale (halved on each overflow, doubled "
-                   "after 2000 finite steps; restored from checkpoints).")
+# Added flags (docs/scale.md).
+shared_flags.define_trainer_flags()
 flags.DEFINE_bool("init_optimizer_state", False,
                   "With --init_checkpoint (a training checkpoint): also continue its optimizer "
                   "moments, global_step (so the learning-rate schedule) and loss scale.")
@@ -84,9 +53,9 @@ def main(argv):
     logging.set_verbosity(logging.INFO)
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.tasks.pretraining import PretrainingError, PretrainingOptions, run
     from bert_tf.training import input_pipeline
-    from bert_tf.training.loop import PretrainingError, PretrainingOptions, run
-    from bert_tf.training.strategy import StrategyError, create_strategy, resolve_strategy_name
+    from bert_tf.training.strategy import StrategyError
 
     try:
         if not FLAGS.do_train and not FLAGS.do_eval:
@@ -94,35 +63,17 @@ def main(argv):
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
         input_files = input_pipeline.expand_input_patterns(FLAGS.input_file)
         logging.info("*** Input files ***\n  %s", "\n  ".join(input_files))
-        name = resolve_strategy_name(FLAGS.strategy, FLAGS.use_tpu)
-        strategy = create_strategy(
-            name, tpu_name=FLAGS.tpu_name, tpu_zone=FLAGS.tpu_zone,
-            gcp_project=FLAGS.gcp_project, master=FLAGS.master, num_tpu_cores=FLAGS.num_tpu_cores,
-        )
+        strategy = shared_flags.strategy_from_flags(FLAGS)
         options = PretrainingOptions(
             input_files=input_files,
-            output_dir=FLAGS.output_dir,
-            init_checkpoint=FLAGS.init_checkpoint,
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            train_batch_size=FLAGS.train_batch_size,
             eval_batch_size=FLAGS.eval_batch_size,
-            learning_rate=FLAGS.learning_rate,
             num_train_steps=FLAGS.num_train_steps,
             num_warmup_steps=FLAGS.num_warmup_steps,
-            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-            iterations_per_loop=FLAGS.iterations_per_loop,
             max_eval_steps=FLAGS.max_eval_steps,
-            shuffle_buffer_size=FLAGS.shuffle_buffer_size,
-            keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-            seed=FLAGS.seed,
-            mixed_precision=precision.resolve_mixed_precision(FLAGS.mixed_precision, strategy),
-            use_xla=FLAGS.use_xla,
-            fused_optimizer=FLAGS.fused_optimizer,
-            optimizer=FLAGS.optimizer,
-            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
             init_optimizer_state=FLAGS.init_optimizer_state,
-            initial_loss_scale=FLAGS.initial_loss_scale,
+            **shared_flags.trainer_kwargs(FLAGS, strategy),
         )
         checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
     except (PretrainingError, BertConfigError, CheckpointError, StrategyError,

@@ -74,10 +74,11 @@ def main(argv):
     logging.set_verbosity(logging.INFO)
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfig, BertConfigError
-    from bert_tf.tasks.squad import SquadError, SquadOptions, run
+    from bert_tf.tasks.squad import SquadOptions, run
     from bert_tf.tokenization import VocabError
     from bert_tf.training.input_pipeline import InputError
     from bert_tf.training.strategy import StrategyError
+    from bert_tf.training.trainer import TrainingError
 
     try:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
@@ -102,7 +103,7 @@ def main(argv):
         )
         out = run(config, options, strategy, do_train=FLAGS.do_train,
                   do_predict=FLAGS.do_predict)
-    except (SquadError, BertConfigError, CheckpointError, StrategyError, InputError,
+    except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
             VocabError, FloatingPointError) as e:
         print(f"run_squad.py: error: {e}", file=sys.stderr)
         return 1

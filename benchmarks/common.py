@@ -115,3 +115,87 @@ def cpu_description():
         pass
     simd = [f for f in flags if f.startswith(("avx", "amx", "fma", "sse4"))]
     return f"{model}; {count} logical CPUs; flags: {' '.join(simd) or 'n/a'}"
+
+
+# --- training steps: ours (the Trainer's) and the original's (a tf.compat.v1 graph) ------------
+
+def time_interleaved(step_fns, steps, warmup_steps):
+    """{name: (median, fastest) seconds per call} of the callables in `step_fns`, after
+    `warmup_steps` calls of each, timed in turns (one call of each per round) so that a change
+    of load on the shared cores falls on all of them alike."""
+    import numpy as np
+
+    for step in step_fns.values():
+        for _ in range(warmup_steps):
+            step()
+    times = {name: [] for name in step_fns}
+    for _ in range(steps):
+        for name, step in step_fns.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {name: (float(np.median(t)), min(t)) for name, t in times.items()}
+
+
+class SyntheticStream:
+    """A fixed batch (dict of numpy arrays), repeated: the step's cost without the input
+    pipeline's. Has the trainer's stream interface (`get_next`)."""
+
+    def __init__(self, batch):
+        import tensorflow as tf
+
+        tensors = {k: tf.constant(v) for k, v in batch.items()}
+        self.iterator = iter(tf.data.Dataset.from_tensors(tensors).repeat())
+
+    def get_next(self):
+        return next(self.iterator)
+
+
+def trainer_step(config, task, batch, mixed_precision="none", learning_rate=5e-5):
+    """A callable running one real training step of `Trainer` with `task` (forward, backward,
+    clipping, AdamWeightDecay, global_step; no checkpoint writes) on the fixed `batch`, with
+    10**6 training steps and 100 warmup steps."""
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.training.trainer import Trainer, TrainerOptions
+
+    options = TrainerOptions(
+        output_dir="/nonexistent", train_batch_size=len(batch["input_ids"]),
+        mixed_precision=mixed_precision, num_train_steps=10**6, num_warmup_steps=100,
+        learning_rate=learning_rate)
+    train = Trainer(config, task, options).make_train_function(SyntheticStream(batch))
+
+    def step():
+        loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
+        assert np.all(np.isfinite(loss))
+
+    return step
+
+
+def original_step(build_train_op, batch):
+    """A callable running one float32 training step of an original script's graph, in a
+    tf.compat.v1 session that stays open: `build_train_op(features)` (features: `batch` as
+    constants) builds its model and optimizer (`optimization.create_optimizer` with
+    use_tpu=False and trainer_step's schedule: 10**6 steps, 100 warmup) and returns
+    (loss, train_op)."""
+    import numpy as np
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    # The original reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
+    tf.compat.v1.disable_v2_tensorshape()
+    try:
+        with graph.as_default():
+            loss, train_op = build_train_op({k: tf.constant(v) for k, v in batch.items()})
+            init = tf.compat.v1.global_variables_initializer()
+    finally:
+        tf.compat.v1.enable_v2_tensorshape()
+    session = tf.compat.v1.Session(graph=graph)
+    session.run(init)
+
+    def step():
+        _, value = session.run([train_op, loss])
+        assert np.isfinite(value)
+
+    return step

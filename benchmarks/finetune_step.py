@@ -14,44 +14,25 @@ bert_tf.original), float32, in the same run on the same batch:
 Each row: seconds per step (median and fastest of --steps single-step calls after
 --warmup_steps), sequences/s from the median, and the original's float32 step with our speed-up
 over it (original seconds / ours; a bfloat16 row is compared with the original's float32 step,
-the only precision it has).
+the only precision it has). The steps of all the rows of a batch size and the original's are
+timed in turns, so a change of load on a shared machine falls on them alike.
 """
 
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import BERT_BASE, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, machine_header, original_step, print_table, time_interleaved, trainer_step,
+)
 
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
-from bert_tf.training.trainer import Trainer, TrainerOptions  # noqa: E402
-
-try:
-    from common import machine_header  # noqa: E402
-except ImportError:  # benchmarks/common.py before it names the machine itself
-    def machine_header():
-        model, flags = "unknown", set()
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-        relevant = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile",
-                    "amx_bf16")
-        present = " ".join(f if f in flags else f"-{f}" for f in relevant)
-        return (f"CPU: {model}; flags {present}; {os.cpu_count()} logical CPU(s)\n"
-                f"TensorFlow {tf.__version__}; load average at start "
-                + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16"}
 LABELS = ["0", "1"]
@@ -71,73 +52,27 @@ def synthetic_batch(batch_size, seq_length, vocab_size, seed=0):
     }
 
 
-class SyntheticStream:
-    """The fixed batch, repeated: the step's cost without the input pipeline's."""
-
-    def __init__(self, batch):
-        tensors = {k: tf.constant(v) for k, v in batch.items()}
-        self.iterator = iter(tf.data.Dataset.from_tensors(tensors).repeat())
-
-    def get_next(self):
-        return next(self.iterator)
-
-
-def time_steps(run_step, steps, warmup_steps):
-    """(median, fastest) seconds of `steps` calls of run_step() after `warmup_steps` calls."""
-    for _ in range(warmup_steps):
-        run_step()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        run_step()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), min(times)
-
-
-def measure(config, batch, steps, warmup_steps, dtype):
-    options = TrainerOptions(
-        output_dir="/nonexistent", train_batch_size=len(batch["label_ids"]),
-        mixed_precision=MIXED_PRECISION[dtype], num_train_steps=10**6, num_warmup_steps=100,
-        learning_rate=LEARNING_RATE,
-    )
+def our_step(config, batch, dtype):
+    """A callable running one training step of ours on `batch` (Trainer's train function)."""
     seq_length = batch["input_ids"].shape[1]
-    trainer = Trainer(config, ClassificationTask("bench", LABELS, seq_length), options)
-    train = trainer.make_train_function(SyntheticStream(batch))
-
-    def step():
-        loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
-        assert np.all(np.isfinite(loss))
-
-    return time_steps(step, steps, warmup_steps)
+    return trainer_step(config, ClassificationTask("bench", LABELS, seq_length), batch,
+                        MIXED_PRECISION[dtype], LEARNING_RATE)
 
 
-def measure_original(repo, config_dict, batch, steps, warmup_steps):
-    """run_classifier.py's float32 training step (create_model in training mode, with its
-    dropout, + create_optimizer) on the same batch, in a tf.compat.v1 session."""
+def classifier_original_step(repo, config_dict, batch):
+    """A callable running one float32 training step of run_classifier.py's graph
+    (create_model in training mode, with its dropout, + create_optimizer) on `batch`."""
     run_classifier = load_original_module(repo, "run_classifier")
-    graph = tf.Graph()
-    # create_model reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
-    tf.compat.v1.disable_v2_tensorshape()
-    try:
-        with graph.as_default():
-            features = {k: tf.constant(v) for k, v in batch.items()}
-            config = run_classifier.modeling.BertConfig.from_dict(config_dict)
-            loss, _, _, _ = run_classifier.create_model(
-                config, True, features["input_ids"], features["input_mask"],
-                features["segment_ids"], features["label_ids"], len(LABELS), False)
-            train_op = run_classifier.optimization.create_optimizer(
-                loss, LEARNING_RATE, 10**6, 100, False)
-            init = tf.compat.v1.global_variables_initializer()
-    finally:
-        tf.compat.v1.enable_v2_tensorshape()
-    with tf.compat.v1.Session(graph=graph) as session:
-        session.run(init)
 
-        def step():
-            _, value = session.run([train_op, loss])
-            assert np.isfinite(value)
+    def build_train_op(features):
+        config = run_classifier.modeling.BertConfig.from_dict(config_dict)
+        loss, _, _, _ = run_classifier.create_model(
+            config, True, features["input_ids"], features["input_mask"],
+            features["segment_ids"], features["label_ids"], len(LABELS), False)
+        return loss, run_classifier.optimization.create_optimizer(
+            loss, LEARNING_RATE, 10**6, 100, False)
 
-        return time_steps(step, steps, warmup_steps)
+    return original_step(build_train_op, batch)
 
 
 def main():
@@ -170,12 +105,14 @@ def main():
     rows = []
     for batch_size in batch_sizes:
         batch = synthetic_batch(batch_size, args.seq_length, config.vocab_size)
-        original = None
+        step_fns = {dtype: our_step(config, batch, dtype) for dtype in dtypes}
         if args.original_repo:
-            original = measure_original(args.original_repo, config_dict, batch, args.steps,
-                                        args.warmup_steps)
+            step_fns["original"] = classifier_original_step(args.original_repo, config_dict,
+                                                            batch)
+        timings = time_interleaved(step_fns, args.steps, args.warmup_steps)
+        original = timings.get("original")
         for dtype in dtypes:
-            seconds, best = measure(config, batch, args.steps, args.warmup_steps, dtype)
+            seconds, best = timings[dtype]
             rows.append([
                 dtype, args.seq_length, batch_size, f"{seconds:.3f}", f"{best:.3f}",
                 f"{batch_size / seconds:.2f}",

@@ -22,6 +22,14 @@ TFRecord record's parsed features; the three JSON files byte for byte).
 
     python3 benchmarks/squad.py --original_repo=/tmp/orig_bert [--version_2]
 
+  model:        BERT-Base's SQuAD training step at seq 384 (--batch_size, default 2; float32,
+                dropout 0.1, random weights, one fixed synthetic batch, no checkpoint writes):
+                bert_tf's Trainer + SquadTask against the original's model_fn graph
+                (create_model + its loss + create_optimizer); median and fastest seconds per
+                step of --model_steps after --model_warmup_steps.
+
+    python3 benchmarks/squad.py --original_repo=/tmp/orig_bert --steps=model --model_steps=3
+
 Adding a step: write `step_<name>(ctx)` below, add it to STEPS; `--steps` selects steps.
 """
 
@@ -141,6 +149,7 @@ class Side:
             m = load_original_module(original_repo, "run_squad")
             m.FLAGS(["prog", "--vocab_file=x", "--bert_config_file=x", "--output_dir=x",
                      f"--version_2_with_negative={version_2}"])
+            self.module = m
             self.tokenizer = m.tokenization.FullTokenizer(vocab_file, do_lower_case=True)
             self.read = m.read_squad_examples
             self.convert = m.convert_examples_to_features
@@ -152,6 +161,7 @@ class Side:
             from bert_tf.data import squad
             from bert_tf.tokenization import FullTokenizer
 
+            self.module = None
             self.tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
             self.read = lambda path, is_training: squad.read_squad_examples(
                 path, is_training, version_2_with_negative=version_2)
@@ -216,10 +226,64 @@ def step_predictions(ctx):
         os.path.join(out, "nbest_predictions.json"), os.path.join(out, "null_odds.json"))
 
 
-# name -> (untimed preparation or None, timed step). A model step (training, prediction of the
-# logits) would go between "features" and "predictions".
+def synthetic_training_batch(batch_size, seq_length=MAX_SEQ_LENGTH, vocab_size=30522, seed=0):
+    """One random SQuAD training batch in the records' layout (int32): a max_query_length
+    question (segment 0) then the window (segment 1), no padding, random answer spans."""
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    starts = rng.randint(MAX_QUERY_LENGTH + 2, seq_length - 10, batch_size)
+    return {
+        "unique_ids": np.arange(1000000000, 1000000000 + batch_size, dtype=np.int32),
+        "input_ids": rng.randint(0, vocab_size, (batch_size, seq_length)).astype(np.int32),
+        "input_mask": np.ones((batch_size, seq_length), np.int32),
+        "segment_ids": np.repeat((np.arange(seq_length) >= MAX_QUERY_LENGTH + 2)[None].astype(
+            np.int32), batch_size, 0),
+        "start_positions": starts.astype(np.int32),
+        "end_positions": (starts + rng.randint(0, 10, batch_size)).astype(np.int32),
+    }
+
+
+def step_model(ctx):
+    """BERT-Base's SQuAD training step (random weights, dropout 0.1, float32, fixed batch):
+    bert_tf's Trainer + SquadTask, or the original's model_fn (create_model in training mode,
+    its loss and create_optimizer) in a tf.compat.v1 session. Records the median and fastest
+    seconds per step of --model_steps steps after --model_warmup_steps."""
+    from common import BERT_BASE, original_step, time_interleaved, trainer_step
+
+    args, side = ctx["args"], ctx["side"]
+    batch = synthetic_training_batch(args.batch_size)
+    if side.module is None:
+        from bert_tf.config import BertConfig
+        from bert_tf.tasks.squad import SquadTask
+
+        step = trainer_step(BertConfig.from_dict(BERT_BASE), SquadTask(MAX_SEQ_LENGTH), batch)
+    else:
+        import types
+
+        m = side.module
+        # TensorFlow 2 has neither the Estimator nor tf.contrib.tpu: model_fn needs only the
+        # mode names and a holder of its spec.
+        m.tf.estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(
+            TRAIN="train", EVAL="eval", PREDICT="infer"))
+        m.tf.contrib.tpu = types.SimpleNamespace(TPUEstimatorSpec=lambda **kwargs: kwargs)
+
+        def build_train_op(features):
+            model_fn = m.model_fn_builder(
+                m.modeling.BertConfig.from_dict(BERT_BASE), None, 5e-5, 10**6, 100,
+                use_tpu=False, use_one_hot_embeddings=False)
+            spec = model_fn(features, None, m.tf.estimator.ModeKeys.TRAIN, {})
+            return spec["loss"], spec["train_op"]
+
+        step = original_step(build_train_op, batch)
+    ctx["model_step_median"], ctx["model_step_best"] = time_interleaved(
+        {side.name: step}, args.model_steps, args.model_warmup_steps)[side.name]
+
+
+# name -> (untimed preparation or None, timed step).
 STEPS = {
     "features": (None, step_features),
+    "model": (None, step_model),
     "predictions": (prepare_predictions, step_predictions),
 }
 
@@ -233,7 +297,7 @@ def worker(args):
     side = Side(args.side, args.original_repo, args.vocab_file, args.version_2)
     report = {"import_s": time.perf_counter() - start,
               "import_cpu": time.process_time() - cpu_start, "rss_after_import": _peak_rss()}
-    ctx = {"side": side, "data": args.data, "out": args.out}
+    ctx = {"side": side, "data": args.data, "out": args.out, "args": args}
     for name in args.steps.split(","):
         prepare, step = STEPS[name]
         if prepare:
@@ -243,7 +307,8 @@ def worker(args):
         report[f"{name}_s"] = time.perf_counter() - start
         report[f"{name}_cpu"] = time.process_time() - cpu_start
         report[f"{name}_peak_rss"] = _peak_rss()
-    report.update((k, ctx[k]) for k in ("num_train_examples", "num_train_features") if k in ctx)
+    report.update((k, ctx[k]) for k in ("num_train_examples", "num_train_features",
+                                        "model_step_median", "model_step_best") if k in ctx)
     if "eval_features" in ctx:
         report["num_eval_examples"] = len(ctx["eval_examples"])
         report["num_eval_features"] = len(ctx["eval_features"])
@@ -255,7 +320,9 @@ def worker(args):
 def run_side(args, side, out):
     os.makedirs(out, exist_ok=True)
     cmd = [sys.executable, __file__, "--_worker", "--side", side, "--data", args.data,
-           "--out", out, "--steps", args.steps, "--vocab_file", args.vocab_file]
+           "--out", out, "--steps", args.steps, "--vocab_file", args.vocab_file,
+           "--batch_size", str(args.batch_size), "--model_steps", str(args.model_steps),
+           "--model_warmup_steps", str(args.model_warmup_steps)]
     if args.original_repo:
         cmd += ["--original_repo", args.original_repo]
     if args.version_2:
@@ -324,6 +391,11 @@ def main(argv=None):
     parser.add_argument("--data", help="a SQuAD file to use instead of building one")
     parser.add_argument("--steps", default=",".join(STEPS),
                         help=f"comma list of {', '.join(STEPS)}")
+    parser.add_argument("--batch_size", type=int, default=2, help="model step: batch size")
+    parser.add_argument("--model_steps", type=int, default=10,
+                        help="model step: timed training steps (the median is reported)")
+    parser.add_argument("--model_warmup_steps", type=int, default=2,
+                        help="model step: untimed training steps first")
     parser.add_argument("--workdir", help="where data, outputs go (default: a temp dir)")
     parser.add_argument("--_worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -349,13 +421,16 @@ def main(argv=None):
     sides = (["original"] if args.original_repo else []) + ["bert_tf"]
     for side in sides:
         reports[side] = run_side(args, side, str(workdir / side))
-        print(f"  {side} done in {reports[side]['wall_s']:.1f} s", flush=True)
+        model = (f"; model step median {reports[side]['model_step_median']:.3f} s"
+                 if "model_step_median" in reports[side] else "")
+        print(f"  {side} done in {reports[side]['wall_s']:.1f} s{model}", flush=True)
 
     steps = args.steps.split(",")
     ours = reports["bert_tf"]
-    print(f"\nquestions: {ours.get('num_eval_examples', '?'):,} (predict), train examples "
-          f"{ours.get('num_train_examples', '?'):,} -> {ours.get('num_train_features', '?'):,} "
-          f"features, eval features {ours.get('num_eval_features', '?'):,}")
+    if "features" in steps:
+        print(f"\nquestions: {ours['num_eval_examples']:,} (predict), train examples "
+              f"{ours['num_train_examples']:,} -> {ours['num_train_features']:,} features, "
+              f"eval features {ours['num_eval_features']:,}")
     print(f"1-minute load average at the end: {os.getloadavg()[0]:.2f} (2 cores shared with "
           "other sessions: above ~1 means competition)")
     print("Wall seconds, and CPU seconds of the process (less sensitive to the other sessions); "
@@ -373,7 +448,18 @@ def main(argv=None):
         print(f"| {name} | {o.get(wall, nan):.2f} ({o.get(cpu, nan):.2f}) | {ours[wall]:.2f} "
               f"({ours[cpu]:.2f}) | {ratio} | {o.get(rss_key, nan) / gib:.2f} GiB | "
               f"{ours[rss_key] / gib:.2f} GiB |")
-    if "original" in reports:
+    if "model" in steps:
+        o_median, o_best = o.get("model_step_median", nan), o.get("model_step_best", nan)
+        median, best = ours["model_step_median"], ours["model_step_best"]
+        print(f"\nmodel step: BERT-Base SQuAD training step, seq {MAX_SEQ_LENGTH}, batch "
+              f"{args.batch_size}, float32, dropout 0.1, random weights, fixed batch; "
+              f"{args.model_steps} timed steps after {args.model_warmup_steps} (the 'model' "
+              "row above includes building and warm-up)")
+        print("| | original s/step | bert_tf s/step | speed-up | bert_tf sequences/s |")
+        print("|---|---:|---:|---:|---:|")
+        for label, a, b in (("median", o_median, median), ("fastest", o_best, best)):
+            print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x | {args.batch_size / b:.2f} |")
+    if "original" in reports and {"features", "predictions"} & set(steps):
         print("\noutputs, bert_tf vs original:")
         for name, verdict in compare_outputs(str(workdir / "bert_tf"),
                                              str(workdir / "original")).items():

@@ -32,9 +32,10 @@ def define_trainer_flags(shuffle_buffer_size=100):
                          "Seed of the weight initialisation, dropout and shuffles.")
     flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16", "auto"],
                       "Compute dtype of the model (variables, LayerNorm, softmax, losses and "
-                      "the update stay float32); fp16 uses dynamic loss scaling; auto: bf16 "
-                      "where the hardware computes it natively, fp16 on GPUs without bf16, "
-                      "else none.")
+                      "the update stay float32); fp16 uses dynamic loss scaling. auto: bf16 "
+                      "where the hardware computes it natively, fp16 on GPUs of compute "
+                      "capability 7.x, else none. On a CPU without AVX512_BF16/AMX, bf16 is "
+                      "slower than none (a warning says so).")
     flags.DEFINE_bool("use_xla", False, "Compile the training and eval passes with XLA "
                       "(jit_compile), the optimizer update included.")
     flags.DEFINE_bool("fused_optimizer", False,
@@ -62,19 +63,11 @@ def strategy_from_flags(FLAGS):  # noqa: N803 (absl's name)
     )
 
 
-def resolve_mixed_precision(FLAGS, strategy):  # noqa: N803
-    """--mixed_precision with `auto` resolved for this machine (and a warning where the
-    chosen low precision is not native here)."""
+def trainer_kwargs(FLAGS, strategy):  # noqa: N803
+    """`TrainerOptions` fields from the shared flags (and the original's common ones);
+    --mixed_precision=auto resolved for this machine and `strategy`."""
     from bert_tf.training import precision
 
-    resolve = getattr(precision, "resolve_mixed_precision", None)
-    if resolve is None:
-        return "none" if FLAGS.mixed_precision == "auto" else FLAGS.mixed_precision
-    return resolve(FLAGS.mixed_precision, strategy)
-
-
-def trainer_kwargs(FLAGS, strategy):  # noqa: N803
-    """`TrainerOptions` fields from the shared flags (and the original's common ones)."""
     return dict(
         output_dir=FLAGS.output_dir,
         init_checkpoint=FLAGS.init_checkpoint,
@@ -85,7 +78,7 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         shuffle_buffer_size=FLAGS.shuffle_buffer_size,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max,
         seed=FLAGS.seed,
-        mixed_precision=resolve_mixed_precision(FLAGS, strategy),
+        mixed_precision=precision.resolve_mixed_precision(FLAGS.mixed_precision, strategy),
         use_xla=FLAGS.use_xla,
         fused_optimizer=FLAGS.fused_optimizer,
         optimizer=FLAGS.optimizer,

@@ -121,17 +121,9 @@ def _output_weights(layer, num_outputs, hidden_size, initializer_range):
     return weights, bias
 
 
-class ClassifierHead(keras.layers.Layer):
-    """The original `run_classifier.py` head on the pooled output.
-
-    `output_weights` [num_labels, H] (truncated normal) and `output_bias` [num_labels] (zeros),
-    at the top level of the checkpoint. In training, dropout at `dropout_rate` on the pooled
-    output: the original fixes it at 0.1 whatever the config says. Float32 throughout (it is
-    tiny, and the softmax must not run in a low precision).
-
-    Called with the encoder's outputs dict; returns float32 `logits`, `log_probs` and
-    `probabilities`, each [B, num_labels].
-    """
+class _LabelHead(keras.layers.Layer):
+    """`output_weights` [num_labels, H], `output_bias` [num_labels] and a float32 dropout at
+    `dropout_rate` (training only): what the classifier and token-classifier heads share."""
 
     def __init__(self, num_labels, hidden_size, initializer_range=0.02, dropout_rate=0.1,
                  **kwargs):
@@ -147,6 +139,25 @@ class ClassifierHead(keras.layers.Layer):
             self, self.num_labels, self.hidden_size, self.initializer_range)
         self.built = True
 
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_labels=self.num_labels, hidden_size=self.hidden_size,
+                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
+        return config
+
+
+class ClassifierHead(_LabelHead):
+    """The original `run_classifier.py` head on the pooled output.
+
+    `output_weights` [num_labels, H] (truncated normal) and `output_bias` [num_labels] (zeros),
+    at the top level of the checkpoint. In training, dropout at `dropout_rate` on the pooled
+    output: the original fixes it at 0.1 whatever the config says. Float32 throughout (it is
+    tiny, and the softmax must not run in a low precision).
+
+    Called with the encoder's outputs dict; returns float32 `logits`, `log_probs` and
+    `probabilities`, each [B, num_labels].
+    """
+
     def call(self, encoder_outputs, training=False):
         pooled = tf.cast(encoder_outputs["pooled_output"], tf.float32)
         pooled = self.dropout(pooled, training=training)
@@ -156,12 +167,6 @@ class ClassifierHead(keras.layers.Layer):
             "log_probs": tf.nn.log_softmax(logits, axis=-1),
             "probabilities": tf.nn.softmax(logits, axis=-1),
         }
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_labels=self.num_labels, hidden_size=self.hidden_size,
-                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
-        return config
 
 
 class SpanHead(keras.layers.Layer):
@@ -198,7 +203,7 @@ class SpanHead(keras.layers.Layer):
         return config
 
 
-class TokenClassifierHead(keras.layers.Layer):
+class TokenClassifierHead(_LabelHead):
     """A tag for every position (token classification, e.g. NER); not in the original.
 
     `output_weights` [num_labels, H] and `output_bias` [num_labels], saved as
@@ -210,28 +215,8 @@ class TokenClassifierHead(keras.layers.Layer):
     [B, S, num_labels].
     """
 
-    def __init__(self, num_labels, hidden_size, initializer_range=0.02, dropout_rate=0.1,
-                 **kwargs):
-        super().__init__(**kwargs)
-        self.num_labels = num_labels
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
-        self.dropout_rate = dropout_rate
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype="float32")
-
-    def build(self, input_shape=None):
-        self.output_weights, self.output_bias = _output_weights(
-            self, self.num_labels, self.hidden_size, self.initializer_range)
-        self.built = True
-
     def call(self, encoder_outputs, training=False):
         sequence = tf.cast(encoder_outputs["sequence_output"], tf.float32)
         sequence = self.dropout(sequence, training=training)
         logits = tf.einsum("bsh,nh->bsn", sequence, self.output_weights) + self.output_bias
         return {"logits": logits, "log_probs": tf.nn.log_softmax(logits, axis=-1)}
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_labels=self.num_labels, hidden_size=self.hidden_size,
-                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
-        return config

@@ -28,3 +28,20 @@ def tiny_config_dict(**overrides):
     )
     config.update(overrides)
     return config
+
+
+def load_recorder(topic):
+    """tests/data/<topic>/make_expected.py (the script that recorded the original's outputs)
+    as module `make_expected_<topic>`: every topic has a recorder of that file name, so none
+    may be imported by the bare name."""
+    import importlib.util
+    import sys
+
+    name = f"make_expected_{topic}"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parent / "data" / topic / "make_expected.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

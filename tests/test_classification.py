@@ -5,8 +5,6 @@ test_results.tsv, checkpoints both ways; and mirrored = default, SIGKILL + resum
 """
 
 import json
-import os
-import random
 import shutil
 from pathlib import Path
 
@@ -20,8 +18,9 @@ from bert_tf.config import BertConfig
 from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (
-    CLASSIFIER_DRIVER, assert_checkpoints_identical, assert_matches_golden,
-    kill_after_checkpoint, read_checkpoint, run_driver, state_lists, write_config,
+    assert_close, assert_matches_golden, assert_mirrored_equals_default,
+    assert_sigkill_and_resume_is_uninterrupted, finetune_driver_args, read_checkpoint,
+    write_config,
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "classifier_model"
@@ -52,14 +51,6 @@ def options(output_dir, **overrides):
                   shuffle_buffer_size=0, keep_checkpoint_max=0)
     values.update(overrides)
     return TrainerOptions(**values)
-
-
-def assert_close(ours, expected, name):
-    """Within 1e-5 relative to the largest magnitude of the expected values."""
-    expected = np.asarray(expected, np.float32)
-    scale = float(np.max(np.abs(expected)))
-    np.testing.assert_allclose(np.asarray(ours, np.float32), expected, rtol=0,
-                               atol=1e-5 * scale, err_msg=name)
 
 
 def read_features(path):
@@ -210,58 +201,21 @@ def test_training_resumes_from_the_originals_checkpoint(tmp_path, init_checkpoin
         assert_close(final[name], value, name)
 
 
-def driver_args(output_dir, bert_config_file, **overrides):
-    """CLASSIFIER_DRIVER's arguments: 2 steps on the recording's records, dropout-free."""
-    args = {
-        "bert_config_file": str(bert_config_file),
-        "task": {"task_name": "mrpc", "label_list": LABELS, "max_seq_length": MAX_SEQ_LENGTH,
-                 "dropout_rate": 0.0},
-        "input_files": [TRAIN],
-        "eval_files": [EVAL],
-        "output_dir": str(output_dir),
-        "train_batch_size": BATCH_SIZE,
-        "eval_batch_size": BATCH_SIZE,
-        "learning_rate": 1e-3,
-        "num_warmup_steps": 1,
-        "num_train_steps": 2,
-        "save_checkpoints_steps": 2,
-        "iterations_per_loop": 1,
-        "shuffle_buffer_size": 0,
-    }
-    args.update(overrides)
-    return args
-
-
-def run_in_process(args):
-    """What CLASSIFIER_DRIVER does under the default strategy, in this process (one process
-    start less): train, then eval if asked. Returns the driver's RESULT dict."""
-    args = dict(args)
-    config = BertConfig.from_json_file(args.pop("bert_config_file"))
-    task = ClassificationTask(**args.pop("task"))
-    train_files, eval_files = args.pop("input_files"), args.pop("eval_files")
-    do_eval = args.pop("do_eval", False)
-    trainer = Trainer(config, task, TrainerOptions(**args))
-    history = []
-    checkpoint = trainer.train(train_files, step_callback=lambda s, v: history.append([s, v]))
-    results = trainer.evaluate(eval_files, pad_final_batch=True) if do_eval else {}
-    return {"checkpoint": checkpoint, "history": history,
-            "results": {k: float(v) for k, v in results.items()}}
+def driver_args(bert_config_file, dropout_rate=0.0, **common):
+    """FINETUNE_DRIVER's arguments for the classifier on the recording's records, as a
+    function of the output_dir (and overrides)."""
+    task = {"task_name": "mrpc", "label_list": LABELS, "max_seq_length": MAX_SEQ_LENGTH,
+            "dropout_rate": dropout_rate}
+    return lambda output_dir, **overrides: finetune_driver_args(
+        output_dir, bert_config_file, task, [TRAIN], BATCH_SIZE, eval_files=[EVAL],
+        **common, **overrides)
 
 
 @pytest.mark.slow
 def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
     config_file = golden_path("train", "bert_config.json")  # dropout 0.0, as the head here
-    common = dict(init_checkpoint=str(init_checkpoint), do_eval=True)
-    single = run_in_process(driver_args(tmp_path / "single", config_file, **common))
-    mirrored = run_driver(driver_args(tmp_path / "mirrored", config_file, strategy="mirrored",
-                                      cpus=2, **common), driver=CLASSIFIER_DRIVER)
-    a = read_checkpoint(tmp_path / "single" / "model.ckpt-2")
-    b = read_checkpoint(tmp_path / "mirrored" / "model.ckpt-2")
-    assert sorted(a) == sorted(b)
-    for name in a:
-        np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
-    np.testing.assert_allclose([v["total_loss"] for _, v in mirrored["history"]],
-                               [v["total_loss"] for _, v in single["history"]], rtol=1e-5)
+    single, mirrored = assert_mirrored_equals_default(tmp_path, driver_args(
+        config_file, init_checkpoint=str(init_checkpoint), do_eval=True))
     # 11 eval records over 2 replicas: the padded last batch is split between them.
     assert sorted(mirrored["results"]) == sorted(single["results"]) == [
         "eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
@@ -276,21 +230,6 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
     and the dropout draws exactly as the uninterrupted run."""
     config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
     total = 60
-    common = dict(num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
-                  keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7)
-
-    def args(output_dir):
-        values = driver_args(output_dir, config_file, **common)
-        values["task"] = dict(values["task"], dropout_rate=0.1)
-        return values
-
-    reference = run_in_process(args(tmp_path / "reference"))
-    assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
-    interrupted = tmp_path / "interrupted"
-    kill_after_checkpoint(args(interrupted), interrupted, 4, random.Random(os.getpid()),
-                          driver=CLASSIFIER_DRIVER)
-    assert not state_lists(interrupted, total)
-    resumed = run_in_process(args(interrupted))
-    assert resumed["history"][0][0] >= 4  # it did resume
-    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
-                                 interrupted / f"model.ckpt-{total}")
+    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
+        config_file, dropout_rate=0.1, num_train_steps=total, save_checkpoints_steps=2,
+        num_warmup_steps=3, keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7), total)

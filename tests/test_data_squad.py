@@ -5,17 +5,15 @@ import json
 import logging
 import os
 import random
-import sys
 
 import pytest
 
 from bert_tf.data import squad
 from bert_tf.tokenization import FullTokenizer
-from conftest import SHARED_DIR
+from conftest import SHARED_DIR, load_recorder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "data", "squad"))
-import make_expected  # noqa: E402  (the recorder: file names, record layouts)
+make_expected = load_recorder("squad")  # the recorder: file names, record layouts
 
 EXPECTED = json.load(gzip.open(os.path.join(HERE, "data", "squad", "expected.json.gz"), "rt",
                                encoding="utf-8"))

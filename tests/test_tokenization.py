@@ -22,7 +22,7 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.original import load_original_module
-from conftest import SHARED_DIR
+from conftest import SHARED_DIR, load_recorder
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = SHARED_DIR
@@ -30,8 +30,7 @@ UNCASED_VOCAB = SHARED / "data" / "uncased_vocab.txt"
 GOLDEN = SHARED / "golden" / "tokenize" / "sample_uncased.jsonl"
 SAMPLE_TEXT = SHARED / "data" / "sample_text.txt"
 DATA = Path(__file__).resolve().parent / "data" / "tokenization"
-sys.path.insert(0, str(DATA))
-from make_expected import read_cases  # noqa: E402  (the script that records the original's outputs)
+read_cases = load_recorder("tokenization").read_cases  # the recorder of the original's outputs
 ORIGINAL_REPO = Path(os.environ.get("BERT_ORIGINAL_REPO", "/tmp/orig_bert"))
 
 needs_shared = pytest.mark.skipif(

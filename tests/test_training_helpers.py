@@ -1,10 +1,11 @@
 """Shared helpers of the training tests: tiny configs, synthetic pretraining records, subprocess
-drivers of pretraining and classification (strategies need the CPU split into logical devices
+drivers of pretraining and fine-tuning (strategies need the CPU split into logical devices
 before TensorFlow starts, which must not leak into other tests of the same pytest process), a
 SIGKILL of a run mid-way, and the comparison of checkpoints with the original's."""
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -159,25 +160,113 @@ train_args = ()
 evaluate = trainer.evaluate
 """ + _DRIVER_END
 
-# Classification: "task" holds ClassificationTask's arguments, "input_files" the training
-# records, "eval_files" the eval records (every record, the last batch padded); the rest are
+# Fine-tuning: "task" holds the task's arguments and "task_class" its class as
+# "module:Class" (ClassificationTask when absent), "input_files" the training records,
+# "eval_files" the eval records (every record, the last batch padded); the rest are
 # TrainerOptions.
-CLASSIFIER_DRIVER = _DRIVER_START + r"""
-from bert_tf.tasks.classification import ClassificationTask
+FINETUNE_DRIVER = _DRIVER_START + r"""
 from bert_tf.training.trainer import Trainer, TrainerOptions
-task = ClassificationTask(**args.pop("task"))
+from test_training_helpers import make_task
+task = make_task(args)
 train_args = (args.pop("input_files"),)
 eval_files = args.pop("eval_files", None)
 trainer = Trainer(config, task, TrainerOptions(**args), strategy)
 evaluate = lambda: trainer.evaluate(eval_files, pad_final_batch=True)
 """ + _DRIVER_END
 
+DEFAULT_TASK_CLASS = "bert_tf.tasks.classification:ClassificationTask"
+
+
+def make_task(args):
+    """The task of FINETUNE_DRIVER's arguments; pops "task" and "task_class" from `args`."""
+    import importlib
+
+    module, _, name = args.pop("task_class", DEFAULT_TASK_CLASS).partition(":")
+    return getattr(importlib.import_module(module), name)(**args.pop("task"))
+
+
+def run_in_process(args):
+    """What FINETUNE_DRIVER does under the default strategy, in this process (one process
+    start less): train, then eval if asked. Returns the driver's RESULT dict."""
+    from bert_tf.config import BertConfig
+    from bert_tf.training.trainer import Trainer, TrainerOptions
+
+    args = dict(args)
+    config = BertConfig.from_json_file(args.pop("bert_config_file"))
+    task = make_task(args)
+    train_files, eval_files = args.pop("input_files"), args.pop("eval_files", None)
+    do_eval = args.pop("do_eval", False)
+    trainer = Trainer(config, task, TrainerOptions(**args))
+    history = []
+    checkpoint = trainer.train(train_files, step_callback=lambda s, v: history.append([s, v]))
+    results = trainer.evaluate(eval_files, pad_final_batch=True) if do_eval else {}
+    return {"checkpoint": checkpoint, "history": history,
+            "results": {k: float(v) for k, v in results.items()}}
+
+
+def finetune_driver_args(output_dir, bert_config_file, task, input_files, batch_size,
+                         **overrides):
+    """FINETUNE_DRIVER's arguments (see above) of a 2-step run in file order, learning rate
+    1e-3 with 1 warmup step; `task` is the task's arguments (and "task_class" may be among
+    `overrides`)."""
+    args = {
+        "bert_config_file": str(bert_config_file),
+        "task": task,
+        "input_files": list(input_files),
+        "output_dir": str(output_dir),
+        "train_batch_size": batch_size,
+        "eval_batch_size": batch_size,
+        "learning_rate": 1e-3,
+        "num_warmup_steps": 1,
+        "num_train_steps": 2,
+        "save_checkpoints_steps": 2,
+        "iterations_per_loop": 1,
+        "shuffle_buffer_size": 0,
+    }
+    args.update(overrides)
+    return args
+
+
+def assert_mirrored_equals_default(tmp_path, driver_args):
+    """`driver_args(output_dir, **overrides)`'s 2-step run under the default strategy (in this
+    process) and mirrored over 2 logical CPUs (FINETUNE_DRIVER): the same checkpoint and
+    losses. Returns both RESULT dicts (default, mirrored)."""
+    single = run_in_process(driver_args(tmp_path / "single"))
+    mirrored = run_driver(driver_args(tmp_path / "mirrored", strategy="mirrored", cpus=2),
+                          driver=FINETUNE_DRIVER)
+    a = read_checkpoint(tmp_path / "single" / "model.ckpt-2")
+    b = read_checkpoint(tmp_path / "mirrored" / "model.ckpt-2")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    np.testing.assert_allclose([v["total_loss"] for _, v in mirrored["history"]],
+                               [v["total_loss"] for _, v in single["history"]], rtol=1e-5)
+    return single, mirrored
+
+
+def assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args, total):
+    """`driver_args(output_dir)`'s run of `total` steps (a checkpoint every 2): killed in
+    another process after its step-4 checkpoint and resumed, it ends with the uninterrupted
+    run's checkpoint, bit for bit."""
+    reference = run_in_process(driver_args(tmp_path / "reference"))
+    assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
+    interrupted = tmp_path / "interrupted"
+    kill_after_checkpoint(driver_args(interrupted), interrupted, 4,
+                          random.Random(os.getpid()), driver=FINETUNE_DRIVER)
+    assert not state_lists(interrupted, total)
+    resumed = run_in_process(driver_args(interrupted))
+    assert resumed["history"][0][0] >= 4  # it did resume
+    assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
+                                 interrupted / f"model.ckpt-{total}")
+
 
 def env(extra=None):
     out = dict(os.environ)
     out["TF_CPP_MIN_LOG_LEVEL"] = "2"
     out.pop("TF_CONFIG", None)
-    out["PYTHONPATH"] = str(REPO) + os.pathsep + out.get("PYTHONPATH", "")
+    # The repository for bert_tf, tests/ for this module (FINETUNE_DRIVER imports it).
+    out["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests"),
+                                         out.get("PYTHONPATH", "")])
     out.update(extra or {})
     return out
 
@@ -231,14 +320,24 @@ def kill_after_checkpoint(args, output_dir, step, rng, driver=DRIVER, timeout=18
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
 
 
-def assert_matches_golden(ours, golden):
+def assert_close(ours, expected, name):
+    """Within 1e-5 relative to the largest magnitude of the expected values."""
+    expected = np.asarray(expected, np.float32)
+    scale = float(np.max(np.abs(expected)))
+    np.testing.assert_allclose(np.asarray(ours, np.float32), expected, rtol=0,
+                               atol=1e-5 * scale, err_msg=name)
+
+
+def assert_matches_golden(ours, golden, zero_gradients=()):
     """Every tensor within 1e-5 of the golden one, relative to the largest magnitude of that
     tensor. The key biases' gradients are exactly zero in real arithmetic (softmax ignores a
     constant added to all scores of a query), so their Adam moments are float rounding noise
     (~1e-10 against ~1e-3 elsewhere); those are compared against the scale of the same slot
-    over all variables instead."""
+    over all variables instead, as are the moments of the variables named in
+    `zero_gradients` (a task's others of that kind)."""
     assert sorted(ours) == sorted(golden)
     assert int(ours["global_step"]) == int(golden["global_step"])
+    noise = ("/key/bias/adam_",) + tuple(f"{name}/adam_" for name in zero_gradients)
     slot_scale = {}
     for name, value in golden.items():
         kind = name.rsplit("/", 1)[-1] if name.endswith(("adam_m", "adam_v")) else "weight"
@@ -248,6 +347,6 @@ def assert_matches_golden(ours, golden):
             continue
         kind = name.rsplit("/", 1)[-1] if name.endswith(("adam_m", "adam_v")) else "weight"
         scale = float(np.max(np.abs(expected)))
-        if "/key/bias/adam_" in name:
+        if any(n in name for n in noise):
             scale = slot_scale[kind]
         np.testing.assert_allclose(ours[name], expected, rtol=0, atol=1e-5 * scale, err_msg=name)

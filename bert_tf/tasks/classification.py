@@ -20,7 +20,8 @@ from bert_tf.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.training.trainer import Trainer, TrainingError
 
 
 class ClassifierError(TrainingError):
@@ -131,44 +132,22 @@ class ClassificationTask(Task):
 
 
 @dataclasses.dataclass(kw_only=True)
-class ClassifierOptions(TrainerOptions):
+class ClassifierOptions(FineTuningOptions):
     """run_classifier.py's flags (the original's names and defaults, REFERENCE.md §11), plus
-    the trainer's. num_train_steps and num_warmup_steps are derived from the training set."""
+    the trainer's."""
 
     data_dir: str
     task_name: str
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    predict_batch_size: int = 8
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
     # Dropout on the pooled output in training; the original fixes it at 0.1.
     classifier_dropout: float = 0.1
     # The custom task's label list (comma list); default: the training file's sorted labels.
     labels: str | None = None
-    learning_rate: float = 5e-5
-    num_train_steps: int = 1
-    num_warmup_steps: int = 0
 
     def problems(self, config):
         problems = super().problems(config)
-        for name in ("max_seq_length", "predict_batch_size"):
-            if getattr(self, name) <= 0:
-                problems.append(f"--{name} must be positive, got {getattr(self, name)}")
-        if self.max_seq_length > config.max_position_embeddings:
-            problems.append(
-                f"Cannot use sequence length {self.max_seq_length} because the BERT model was "
-                f"only trained up to sequence length {config.max_position_embeddings} "
-                f"(--max_seq_length > max_position_embeddings of the bert config)")
         if not 0 <= self.classifier_dropout < 1:
             problems.append(f"--classifier_dropout must be in [0, 1), got "
                             f"{self.classifier_dropout}")
-        if self.num_train_epochs <= 0:
-            problems.append(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
-        if not 0 <= self.warmup_proportion <= 1:
-            problems.append(f"--warmup_proportion must be in [0, 1], got "
-                            f"{self.warmup_proportion}")
         return problems
 
 
@@ -229,15 +208,8 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     train_examples = None
     if do_train:
         train_examples = processor.get_train_examples(data_dir)
-        steps, warmup = data.num_train_steps_and_warmup(
-            len(train_examples), options.train_batch_size, options.num_train_epochs,
-            options.warmup_proportion)
-        if steps <= 0:
-            raise ClassifierError(
-                f"{processor.input_file(data_dir, 'train')}: {len(train_examples)} training "
-                f"examples with --train_batch_size={options.train_batch_size} and "
-                f"--num_train_epochs={options.num_train_epochs} make 0 training steps")
-        options = dataclasses.replace(options, num_train_steps=steps, num_warmup_steps=warmup)
+        options = options.with_training_steps(
+            len(train_examples), processor.input_file(data_dir, "train"), error=ClassifierError)
 
     task = ClassificationTask(processor.task_name, label_list, options.max_seq_length,
                               dropout_rate=options.classifier_dropout)
@@ -253,10 +225,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         logging.info("  Num steps = %d", options.num_train_steps)
         out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
     else:
-        out["checkpoint"] = trainer.restore(weights_only=True)
-        if out["checkpoint"] is None and not options.init_checkpoint:
-            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
-                            "randomly initialized weights")
+        out["checkpoint"] = trainer.restore_weights()
 
     if do_eval:
         results = {}

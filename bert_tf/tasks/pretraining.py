@@ -8,8 +8,6 @@ metrics; `Pretrainer` and `run` are what run_pretraining.py calls.
 import dataclasses
 
 import tensorflow as tf
-from absl import logging
-
 from bert_tf.data.features import feature_spec
 from bert_tf.pretraining import BertPretrainingModel, pretraining_loss
 from bert_tf.training import input_pipeline, metrics
@@ -123,10 +121,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, step_call
     if do_train:
         last_checkpoint = trainer.train(step_callback=step_callback)
     elif do_eval:
-        last_checkpoint = trainer.restore(weights_only=True)
-        if last_checkpoint is None and not options.init_checkpoint:
-            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: evaluating "
-                            "randomly initialized weights")
+        last_checkpoint = trainer.restore_weights()
     if do_eval:
         results = trainer.evaluate()
     return last_checkpoint, results

@@ -22,7 +22,8 @@ from bert_tf.data import squad as squad_data
 from bert_tf.heads import SpanHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.training.trainer import Trainer, TrainingError
 
 
 class SquadError(TrainingError):
@@ -80,38 +81,26 @@ class SquadTask(Task):
 
 
 @dataclasses.dataclass(kw_only=True)
-class SquadOptions(TrainerOptions):
+class SquadOptions(FineTuningOptions):
     """run_squad.py's flags (the original's names and defaults, REFERENCE.md §12), plus the
-    trainer's. num_train_steps and num_warmup_steps are derived from the training set."""
+    trainer's."""
 
-    vocab_file: str
     train_file: str | None = None
     predict_file: str | None = None
-    do_lower_case: bool = True
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
-    predict_batch_size: int = 8
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
     n_best_size: int = 20
     max_answer_length: int = 30
     verbose_logging: bool = False
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
-    num_train_steps: int = 1
-    num_warmup_steps: int = 0
 
     def problems(self, config):
         problems = super().problems(config)
-        for name in ("predict_batch_size", "n_best_size", "max_answer_length"):
+        for name in ("n_best_size", "max_answer_length"):
             if getattr(self, name) <= 0:
                 problems.append(f"--{name} must be positive, got {getattr(self, name)}")
-        if self.num_train_epochs <= 0:
-            problems.append(f"--num_train_epochs must be positive, got {self.num_train_epochs}")
-        if not 0 <= self.warmup_proportion <= 1:
-            problems.append(f"--warmup_proportion must be in [0, 1], got "
-                            f"{self.warmup_proportion}")
         return problems
 
 
@@ -182,14 +171,9 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
     train_examples = None
     if do_train:
         train_examples = _read_examples(options.train_file, True, options, "train_file")
-        steps = int(len(train_examples) / options.train_batch_size * options.num_train_epochs)
-        if steps <= 0:
-            raise SquadError(
-                f"--train_file={options.train_file}: {len(train_examples)} training examples "
-                f"with --train_batch_size={options.train_batch_size} and --num_train_epochs="
-                f"{options.num_train_epochs} make 0 training steps")
-        options = dataclasses.replace(options, num_train_steps=steps,
-                                      num_warmup_steps=int(steps * options.warmup_proportion))
+        # Steps count examples, not windows, as the original.
+        options = options.with_training_steps(
+            len(train_examples), f"--train_file={options.train_file}", error=SquadError)
         # The original shuffles the examples once, with a fixed seed, before converting.
         random.Random(12345).shuffle(train_examples)
     trainer = Trainer(config, task, options, strategy)
@@ -206,10 +190,7 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
         del train_examples
         out["checkpoint"] = trainer.train([train_file], step_callback=step_callback)
     else:
-        out["checkpoint"] = trainer.restore(weights_only=True)
-        if out["checkpoint"] is None and not options.init_checkpoint:
-            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
-                            "randomly initialized weights")
+        out["checkpoint"] = trainer.restore_weights()
     if do_predict:
         out.update(_predict(trainer, options, convert))
     return out

@@ -536,6 +536,16 @@ class Trainer:
                          report.prefix)
         return None
 
+    def restore_weights(self):
+        """For eval or predict without training: the weights of output_dir's latest checkpoint,
+        else of init_checkpoint (a warning when there is neither). Returns the prefix loaded
+        from output_dir, or None."""
+        latest = self.restore(weights_only=True)
+        if latest is None and not self.options.init_checkpoint:
+            logging.warning("No checkpoint in --output_dir and no --init_checkpoint: using "
+                            "randomly initialized weights")
+        return latest
+
     def _restore_loss_scale(self, prefix):
         if self.loss_scale is not None and not self.loss_scale.set_state_from_checkpoint(prefix):
             logging.info("%s has no loss scale (not an fp16 run): starting at %g", prefix,

@@ -1,0 +1,108 @@
+"""Fine-tunes BERT for token classification (NER, chunking) on CoNLL files; not in the
+original (issue 12).
+
+--data_dir holds train.txt, dev.txt and test.txt in CoNLL format (one word per line, the tag
+in the last column, blank lines between sentences, -DOCSTART- lines skipped; BIO or IOB1).
+Outputs in --output_dir: train.tf_record, eval.tf_record, predict.tf_record, model.ckpt-N,
+eval_results.txt (entity precision, recall and F1 as conlleval, token accuracy, losses),
+eval_predictions.txt and test_predictions.txt (the input lines with the predicted tag
+appended). The flags are run_classifier.py's (plus --doc_stride and --tagging_dropout) and the
+trainer flags of run_pretraining.py. Restarting with the same --output_dir resumes from its
+latest checkpoint.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from bert_tf import flags as shared_flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+# run_classifier.py's flags.
+flags.DEFINE_string("data_dir", None,
+                    "The input data dir, holding train.txt, dev.txt and test.txt (CoNLL).")
+flags.DEFINE_string("bert_config_file", None,
+                    "The config json file corresponding to the pre-trained BERT model.")
+flags.DEFINE_string("vocab_file", None,
+                    "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_string("output_dir", None,
+                    "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained BERT model).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Whether to lower case the input text. Should be True for uncased models "
+                  "and False for cased models.")
+flags.DEFINE_integer("max_seq_length", 128,
+                     "Word pieces per record, [CLS] and [SEP] included. Longer sentences are "
+                     "split into overlapping windows, shorter ones padded.")
+flags.DEFINE_bool("do_train", False, "Whether to run training on train.txt.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on dev.txt.")
+flags.DEFINE_bool("do_predict", False, "Whether to tag test.txt.")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size (windows) for training.")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+flags.DEFINE_float("warmup_proportion", 0.1,
+                   "Proportion of training to perform linear learning rate warmup for. "
+                   "E.g., 0.1 = 10% of training.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000,
+                     "Steps run inside one tf.function call between host-side work.")
+shared_flags.define_tpu_flags()
+
+# Added flags.
+shared_flags.define_trainer_flags()
+flags.DEFINE_integer("doc_stride", 64,
+                     "Word pieces between the starts of consecutive windows of a sentence "
+                     "longer than max_seq_length - 2 (as run_squad.py's doc_stride).")
+flags.DEFINE_float("tagging_dropout", 0.1, "Dropout on the sequence output in training.")
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.INFO)
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.data.conll import ConllError
+    from bert_tf.tasks.tagging import TaggingOptions, run
+    from bert_tf.tokenization import VocabError
+    from bert_tf.training.input_pipeline import InputError
+    from bert_tf.training.strategy import StrategyError
+    from bert_tf.training.trainer import TrainingError
+
+    try:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        strategy = shared_flags.strategy_from_flags(FLAGS)
+        options = TaggingOptions(
+            data_dir=FLAGS.data_dir,
+            vocab_file=FLAGS.vocab_file,
+            do_lower_case=FLAGS.do_lower_case,
+            max_seq_length=FLAGS.max_seq_length,
+            doc_stride=FLAGS.doc_stride,
+            eval_batch_size=FLAGS.eval_batch_size,
+            predict_batch_size=FLAGS.predict_batch_size,
+            num_train_epochs=FLAGS.num_train_epochs,
+            warmup_proportion=FLAGS.warmup_proportion,
+            tagging_dropout=FLAGS.tagging_dropout,
+            **shared_flags.trainer_kwargs(FLAGS, strategy),
+        )
+        out = run(config, options, strategy, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+                  do_predict=FLAGS.do_predict)
+    except (TrainingError, ConllError, BertConfigError, CheckpointError, StrategyError,
+            InputError, VocabError, FloatingPointError) as e:
+        print(f"run_tagging.py: error: {e}", file=sys.stderr)
+        return 1
+    if out["checkpoint"]:
+        logging.info("Latest checkpoint: %s", out["checkpoint"])
+    return 0
+
+
+if __name__ == "__main__":
+    for name in ("data_dir", "vocab_file", "bert_config_file", "output_dir"):
+        flags.mark_flag_as_required(name)
+    app.run(main)

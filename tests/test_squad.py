@@ -1,0 +1,279 @@
+"""SQuAD's model side (SquadTask through the Trainer) against the original run_squad.py,
+recorded by tests/data/squad_model/make_expected.py on the golden tiny model: forward logits,
+the loss, 3 optimizer steps, the checkpoint's variables; mirrored = default, SIGKILL + resume =
+uninterrupted; and `run()` / run_squad.py end to end with every bad input as one clear error.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import golden_path
+
+from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+from bert_tf.config import BertConfig
+from bert_tf.tasks.classification import ClassificationTask
+from bert_tf.tasks.squad import SquadError, SquadOptions, SquadTask, run
+from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+from test_training_helpers import (
+    REPO, assert_close, assert_matches_golden, assert_mirrored_equals_default,
+    assert_sigkill_and_resume_is_uninterrupted, finetune_driver_args, read_checkpoint,
+    write_config,
+)
+
+DATA = Path(__file__).resolve().parent / "data" / "squad_model"
+EXPECTED = json.loads((DATA / "expected.json").read_text())
+MAX_SEQ_LENGTH = EXPECTED["max_seq_length"]
+BATCH_SIZE = EXPECTED["batch_size"]
+TRAIN, PREDICT, SQUAD_FILE = (str(DATA / n) for n in
+                              ("train.tf_record", "predict.tf_record", "squad.json"))
+RECORDED_STEPS = len(EXPECTED["steps"])
+TASK_CLASS = "bert_tf.tasks.squad:SquadTask"
+
+
+def golden_config():
+    return BertConfig.from_json_file(golden_path("train", "bert_config.json"))
+
+
+def options(output_dir, **overrides):
+    """The recording's run: batch 4 in file order, learning rate 1e-3 over 10 steps."""
+    values = dict(output_dir=str(output_dir), train_batch_size=BATCH_SIZE,
+                  learning_rate=EXPECTED["learning_rate"],
+                  num_train_steps=EXPECTED["num_train_steps"], num_warmup_steps=0,
+                  save_checkpoints_steps=RECORDED_STEPS, iterations_per_loop=RECORDED_STEPS,
+                  shuffle_buffer_size=0, keep_checkpoint_max=0)
+    values.update(overrides)
+    return TrainerOptions(**values)
+
+
+def read_features(path, is_training):
+    spec = SquadTask(MAX_SEQ_LENGTH).feature_spec(is_training)
+    (batch,) = tf.data.TFRecordDataset(path).map(
+        lambda r: tf.io.parse_single_example(r, spec)).batch(1000)
+    return {k: tf.cast(v, tf.int32) for k, v in batch.items()}
+
+
+@pytest.fixture(scope="module")
+def init_checkpoint(tmp_path_factory):
+    """The golden init.ckpt with the recording's SQuAD head (head_init.npz)."""
+    model = SquadTask(MAX_SEQ_LENGTH).build_model(golden_config())
+    report = load_original_checkpoint(model, golden_path("train", "init.ckpt"))
+    assert sorted(report.not_in_checkpoint) == ["cls/squad/output_bias",
+                                                "cls/squad/output_weights"]
+    head = np.load(DATA / "head_init.npz")
+    model.head.output_weights.assign(head["output_weights"])
+    model.head.output_bias.assign(head["output_bias"])
+    return save_original_checkpoint(
+        model, tmp_path_factory.mktemp("init") / "bert_model.ckpt")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, init_checkpoint):
+    """Our run of the recording's 10 steps (a checkpoint every 3): (output_dir, history)."""
+    output_dir = tmp_path_factory.mktemp("trained")
+    trainer = Trainer(golden_config(), SquadTask(MAX_SEQ_LENGTH),
+                      options(output_dir, init_checkpoint=init_checkpoint))
+    history = []
+    trainer.train([TRAIN], step_callback=lambda step, values: history.append((step, values)))
+    return output_dir, history
+
+
+def test_forward_matches_the_original(init_checkpoint):
+    model = SquadTask(MAX_SEQ_LENGTH).build_model(golden_config())
+    load_original_checkpoint(model, init_checkpoint)
+    features = read_features(PREDICT, is_training=False)
+    outputs = model(features, training=False)
+    expected = np.load(DATA / "forward.npz")
+    assert expected["start_logits"].shape == (EXPECTED["counts"]["predict"]["features"],
+                                              MAX_SEQ_LENGTH)
+    for name in ("start_logits", "end_logits"):
+        assert_close(outputs[name], expected[name], name)
+
+
+def test_loss_on_fixed_logits_matches_the_original():
+    fixed = EXPECTED["loss_on_fixed_logits"]
+    outputs = {k: tf.constant(fixed[k], tf.float32) for k in ("start_logits", "end_logits")}
+    features = {k: tf.constant(fixed[k], tf.int32) for k in ("start_positions", "end_positions")}
+    batch = tf.constant([float(len(fixed["start_positions"]))])
+    losses = SquadTask(MAX_SEQ_LENGTH).compute_loss(outputs, features, batch)
+    assert float(losses["total_loss"]) == pytest.approx(fixed["total_loss"], rel=1e-6)
+    assert float(losses["total_loss"]) == pytest.approx(
+        (float(losses["start_loss"]) + float(losses["end_loss"])) / 2, rel=1e-6)
+
+
+@pytest.mark.slow  # ~10 s: 10 steps of the golden model
+def test_three_steps_match_the_original(trained):
+    output_dir, history = trained
+    for (step, ours), expected in zip(history, EXPECTED["steps"]):
+        assert step == expected["step"]
+        assert ours["total_loss"] == pytest.approx(expected["loss"], rel=1e-5), step
+        assert ours["learning_rate"] == pytest.approx(expected["learning_rate"], rel=1e-6,
+                                                      abs=1e-12), step
+    ours = read_checkpoint(output_dir / f"model.ckpt-{RECORDED_STEPS}")
+    original = dict(np.load(DATA / "after_3_steps.npz"))
+    original["global_step"] = np.int64(EXPECTED["global_step"])
+    # Both add a constant to the logits of every position, which the softmax over positions
+    # ignores: their gradients are zero in real arithmetic, their Adam moments rounding noise.
+    last_layer = golden_config().num_hidden_layers - 1
+    assert_matches_golden(ours, original, zero_gradients=(
+        "cls/squad/output_bias", f"bert/encoder/layer_{last_layer}/output/LayerNorm/beta"))
+
+
+@pytest.mark.slow  # shares the training of the test above
+def test_our_checkpoint_holds_the_originals_variables(trained):
+    """Name, shape and dtype of every variable of the original's training graph: with
+    adam_m/adam_v for all but bert/pooler, which gets no gradient under the span head."""
+    output_dir, _ = trained
+    reader = tf.train.load_checkpoint(str(output_dir / f"model.ckpt-{RECORDED_STEPS}"))
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    ours = {name: (list(shapes[name]), dtypes[name].name) for name in shapes}
+    variables = json.loads((DATA / "original_variables.json").read_text())
+    original = {v["name"]: (v["shape"], v["dtype"]) for v in variables}
+    assert ours == original
+    assert "bert/pooler/dense/kernel" in ours
+    assert not [n for n in ours if n.startswith("bert/pooler/") and "adam" in n]
+
+
+def driver_args(bert_config_file, **common):
+    """FINETUNE_DRIVER's arguments for SquadTask on the recording's records, as a function of
+    the output_dir (and overrides)."""
+    return lambda output_dir, **overrides: finetune_driver_args(
+        output_dir, bert_config_file, {"max_seq_length": MAX_SEQ_LENGTH}, [TRAIN], BATCH_SIZE,
+        task_class=TASK_CLASS, **common, **overrides)
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
+    assert_mirrored_equals_default(tmp_path, driver_args(
+        golden_path("train", "bert_config.json"), init_checkpoint=str(init_checkpoint)))
+
+
+@pytest.mark.slow
+def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
+    """With the encoder's dropout (0.1) and a shuffled input."""
+    config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
+    total = 16
+    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
+        config_file, num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
+        keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7), total)
+
+
+# --- run() end to end ---------------------------------------------------------------------------
+
+def squad_v2(path):
+    """The recording's SQuAD file as 2.0 data, with one unanswerable question added."""
+    data = json.loads(Path(SQUAD_FILE).read_text())
+    data["version"] = "v2.0"
+    for entry in data["data"]:
+        for paragraph in entry["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qa["is_impossible"] = False
+    data["data"][0]["paragraphs"][0]["qas"].append(
+        {"id": "none", "question": "what did the monk eat ?", "answers": [],
+         "is_impossible": True})
+    Path(path).write_text(json.dumps(data))
+    return str(path)
+
+
+def squad_options(tmp_path, **overrides):
+    values = dict(vocab_file=str(golden_path("train", "vocab.txt")),
+                  output_dir=str(tmp_path / "out"), train_file=SQUAD_FILE,
+                  predict_file=SQUAD_FILE, max_seq_length=MAX_SEQ_LENGTH,
+                  doc_stride=EXPECTED["doc_stride"], max_query_length=EXPECTED["max_query_length"],
+                  train_batch_size=BATCH_SIZE, predict_batch_size=8, num_train_epochs=1.0,
+                  learning_rate=1e-3, save_checkpoints_steps=10, iterations_per_loop=10)
+    values.update(overrides)
+    return SquadOptions(**values)
+
+
+@pytest.mark.slow  # ~10 s: trains 2 steps and predicts, twice
+@pytest.mark.parametrize("version_2", [False, True])
+def test_run_trains_predicts_and_evaluates(tmp_path, version_2):
+    overrides = {}
+    if version_2:
+        v2_file = squad_v2(tmp_path / "squad_v2.json")
+        overrides = dict(train_file=v2_file, predict_file=v2_file, version_2_with_negative=True)
+    out = run(golden_config(), squad_options(tmp_path, **overrides), do_train=True,
+              do_predict=True)
+    output_dir = tmp_path / "out"
+    # 8 (9) examples with batch 4 for 1 epoch: int(8 / 4 * 1) = 2 steps, as the original.
+    assert out["checkpoint"] == str(output_dir / "model.ckpt-2")
+    names = {"predictions.json", "nbest_predictions.json", "eval_results.json",
+             "train.tf_record", "eval.tf_record"} | ({"null_odds.json"} if version_2 else set())
+    assert names <= set(os.listdir(output_dir))
+    assert not [n for n in os.listdir(output_dir) if ".tmp-" in n]
+    predictions = json.loads((output_dir / "predictions.json").read_text())
+    assert len(predictions) == (9 if version_2 else 8)
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert results == out["eval_results"]
+    if version_2:
+        assert {"exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
+                "NoAns_exact", "NoAns_f1", "NoAns_total"} <= set(results)
+        assert results["total"] == 9
+    else:
+        assert sorted(results) == ["exact_match", "f1"]
+
+
+def write_json(path, data):
+    Path(path).write_text(json.dumps(data))
+    return str(path)
+
+
+def test_bad_inputs_are_one_clear_error(tmp_path):
+    config = golden_config()
+
+    def fails(pattern, do_predict=False, **overrides):
+        with pytest.raises(SquadError, match=pattern):
+            run(config, squad_options(tmp_path, **overrides), do_train=not do_predict,
+                do_predict=do_predict)
+
+    not_squad = write_json(tmp_path / "not_squad.json", {"version": "1.1", "articles": []})
+    fails(r"--train_file: .*not_squad\.json.*no 'data'", train_file=not_squad)
+    bad_start = json.loads(Path(SQUAD_FILE).read_text())
+    bad_start["data"][1]["paragraphs"][0]["qas"][2]["answers"][0]["answer_start"] = 10000
+    fails(r"bad_start\.json: question id 'camp2': answer_start 10000 .* outside its "
+          r"\d+-character context",
+          train_file=write_json(tmp_path / "bad_start.json", bad_start))
+    fails(r"The max_seq_length \(32\) must be greater than max_query_length \(29\) \+ 3",
+          max_query_length=29)
+    fails(r"--doc_stride=22 is larger than the document window of .* = 21 tokens",
+          doc_stride=22)
+    fails(r"question id 'none' is marked is_impossible .*--version_2_with_negative",
+          train_file=squad_v2(tmp_path / "v2.json"))
+    fails(r"If `do_train` is True, then `train_file` must be specified", train_file=None)
+    fails(r"If `do_predict` is True, then `predict_file` must be specified", do_predict=True,
+          predict_file=None)
+    assert not (tmp_path / "out" / "train.tf_record").exists()
+
+
+def test_output_dir_of_another_task_is_refused(tmp_path):
+    """A classifier's checkpoint in --output_dir: not resumed as SQuAD's."""
+    config = golden_config()
+    output_dir = tmp_path / "out"
+    Trainer(config, ClassificationTask("mrpc", ["0", "1"], MAX_SEQ_LENGTH),
+            TrainerOptions(output_dir=str(output_dir))).save()
+    with pytest.raises(TrainingError, match=r"holds checkpoints of another task .*mrpc"):
+        run(config, squad_options(tmp_path), do_train=True)
+    with pytest.raises(TrainingError, match=r"holds checkpoints of another task .*mrpc"):
+        run(config, squad_options(tmp_path), do_predict=True)
+
+
+@pytest.mark.slow  # a process start with TensorFlow
+def test_script_prints_one_line_errors(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "run_squad.py", f"--vocab_file={golden_path('train', 'vocab.txt')}",
+         f"--bert_config_file={golden_path('train', 'bert_config.json')}",
+         f"--output_dir={tmp_path}/out", "--do_train", f"--train_file={SQUAD_FILE}",
+         "--max_seq_length=32", "--doc_stride=40"],
+        cwd=str(REPO), capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO)))
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("run_squad.py")]
+    assert errors == ["run_squad.py: error: The max_seq_length (32) must be greater than "
+                      "max_query_length (64) + 3"], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
