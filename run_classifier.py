@@ -8,11 +8,10 @@ Restarting with the same --output_dir resumes from its latest checkpoint.
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags  # noqa: E402
 
 from bert_tf import flags as shared_flags  # noqa: E402
 
@@ -65,42 +64,23 @@ flags.DEFINE_string("labels", None,
 
 def main(argv):
     del argv
-    logging.set_verbosity(logging.INFO)
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import BertConfig, BertConfigError
     from bert_tf.data.classifier import ClassifierDataError
     from bert_tf.tasks.classification import ClassifierOptions, run
-    from bert_tf.tokenization import VocabError
-    from bert_tf.training.input_pipeline import InputError
-    from bert_tf.training.strategy import StrategyError
-    from bert_tf.training.trainer import TrainingError
 
-    try:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
-        strategy = shared_flags.strategy_from_flags(FLAGS)
-        options = ClassifierOptions(
-            data_dir=FLAGS.data_dir,
-            task_name=FLAGS.task_name,
-            vocab_file=FLAGS.vocab_file,
-            do_lower_case=FLAGS.do_lower_case,
-            max_seq_length=FLAGS.max_seq_length,
-            eval_batch_size=FLAGS.eval_batch_size,
-            predict_batch_size=FLAGS.predict_batch_size,
-            num_train_epochs=FLAGS.num_train_epochs,
-            warmup_proportion=FLAGS.warmup_proportion,
-            classifier_dropout=FLAGS.classifier_dropout,
-            labels=FLAGS.labels,
-            **shared_flags.trainer_kwargs(FLAGS, strategy),
-        )
-        out = run(config, options, strategy, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-                  do_predict=FLAGS.do_predict)
-    except (TrainingError, ClassifierDataError, BertConfigError, CheckpointError,
-            StrategyError, InputError, VocabError, FloatingPointError) as e:
-        print(f"run_classifier.py: error: {e}", file=sys.stderr)
-        return 1
-    if out["checkpoint"]:
-        logging.info("Latest checkpoint: %s", out["checkpoint"])
-    return 0
+    return shared_flags.run_fine_tuning(
+        "run_classifier.py", ClassifierOptions, run, task_errors=(ClassifierDataError,),
+        data_dir=FLAGS.data_dir,
+        task_name=FLAGS.task_name,
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length,
+        eval_batch_size=FLAGS.eval_batch_size,
+        predict_batch_size=FLAGS.predict_batch_size,
+        num_train_epochs=FLAGS.num_train_epochs,
+        warmup_proportion=FLAGS.warmup_proportion,
+        classifier_dropout=FLAGS.classifier_dropout,
+        labels=FLAGS.labels,
+    )
 
 
 if __name__ == "__main__":

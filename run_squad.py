@@ -8,11 +8,10 @@ Restarting with the same --output_dir resumes from its latest checkpoint.
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags  # noqa: E402
 
 from bert_tf import flags as shared_flags  # noqa: E402
 
@@ -71,45 +70,26 @@ shared_flags.define_trainer_flags()
 
 def main(argv):
     del argv
-    logging.set_verbosity(logging.INFO)
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import BertConfig, BertConfigError
     from bert_tf.tasks.squad import SquadOptions, run
-    from bert_tf.tokenization import VocabError
-    from bert_tf.training.input_pipeline import InputError
-    from bert_tf.training.strategy import StrategyError
-    from bert_tf.training.trainer import TrainingError
 
-    try:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
-        strategy = shared_flags.strategy_from_flags(FLAGS)
-        options = SquadOptions(
-            vocab_file=FLAGS.vocab_file,
-            train_file=FLAGS.train_file,
-            predict_file=FLAGS.predict_file,
-            do_lower_case=FLAGS.do_lower_case,
-            max_seq_length=FLAGS.max_seq_length,
-            doc_stride=FLAGS.doc_stride,
-            max_query_length=FLAGS.max_query_length,
-            predict_batch_size=FLAGS.predict_batch_size,
-            num_train_epochs=FLAGS.num_train_epochs,
-            warmup_proportion=FLAGS.warmup_proportion,
-            n_best_size=FLAGS.n_best_size,
-            max_answer_length=FLAGS.max_answer_length,
-            verbose_logging=FLAGS.verbose_logging,
-            version_2_with_negative=FLAGS.version_2_with_negative,
-            null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-            **shared_flags.trainer_kwargs(FLAGS, strategy),
-        )
-        out = run(config, options, strategy, do_train=FLAGS.do_train,
-                  do_predict=FLAGS.do_predict)
-    except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
-            VocabError, FloatingPointError) as e:
-        print(f"run_squad.py: error: {e}", file=sys.stderr)
-        return 1
-    if out["checkpoint"]:
-        logging.info("Latest checkpoint: %s", out["checkpoint"])
-    return 0
+    return shared_flags.run_fine_tuning(
+        "run_squad.py", SquadOptions, run, task_errors=(),
+        vocab_file=FLAGS.vocab_file,
+        train_file=FLAGS.train_file,
+        predict_file=FLAGS.predict_file,
+        do_lower_case=FLAGS.do_lower_case,
+        max_seq_length=FLAGS.max_seq_length,
+        doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
+        predict_batch_size=FLAGS.predict_batch_size,
+        num_train_epochs=FLAGS.num_train_epochs,
+        warmup_proportion=FLAGS.warmup_proportion,
+        n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length,
+        verbose_logging=FLAGS.verbose_logging,
+        version_2_with_negative=FLAGS.version_2_with_negative,
+        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+    )
 
 
 if __name__ == "__main__":

@@ -85,3 +85,38 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         initial_loss_scale=FLAGS.initial_loss_scale,
     )
+
+
+def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
+    """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config and the
+    strategy from the flags, `options_class(**fields, **trainer flags)`, then
+    `run(config, options, strategy, do_train=..., ...)` (only the do_* flags the script
+    defines). Errors a user can fix (these and `task_errors`) print as one line
+    `<script>: error: ...`. Returns the exit code."""
+    import sys
+
+    from absl import logging
+
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.tokenization import VocabError
+    from bert_tf.training.input_pipeline import InputError
+    from bert_tf.training.strategy import StrategyError
+    from bert_tf.training.trainer import TrainingError
+
+    FLAGS = flags.FLAGS  # noqa: N806 (absl's name)
+    logging.set_verbosity(logging.INFO)
+    do = {name: FLAGS[name].value for name in ("do_train", "do_eval", "do_predict")
+          if name in FLAGS}
+    try:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        strategy = strategy_from_flags(FLAGS)
+        options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
+        out = run(config, options, strategy, **do)
+    except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
+            VocabError, FloatingPointError) + tuple(task_errors) as e:
+        print(f"{script}: error: {e}", file=sys.stderr)
+        return 1
+    if out.get("checkpoint"):
+        logging.info("Latest checkpoint: %s", out["checkpoint"])
+    return 0

@@ -128,7 +128,7 @@ def test_mirrored_on_two_cpus_equals_default(tmp_path):
      "loss_scale_growth_interval": 7},
 ], ids=["adamw", "lamb_fp16_accumulation"])
 def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path, scale_options):
-    total = 120
+    total = 40
     args = dict(num_train_steps=total, save_checkpoints_steps=2, iterations_per_loop=1,
                 num_warmup_steps=3, keep_checkpoint_max=3, **scale_options)
     reference = run_driver(tiny_options(tmp_path, tmp_path / "reference", **args))

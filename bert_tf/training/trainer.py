@@ -573,12 +573,13 @@ class Trainer:
 
     def remove_interrupted_writes(self):
         """Deletes what a run killed mid-write left in output_dir: temporary files of
-        checkpoint, input-state, state-file and eval-results writes (never complete files)."""
+        checkpoint, input-state, state-file, config, task-file and eval-results writes (never
+        complete files)."""
         if not self.is_chief or not tf.io.gfile.isdir(self.options.output_dir):
             return
         patterns = (f"{CHECKPOINT_BASENAME}-*.tmp*", f"{CHECKPOINT_BASENAME}-*_temp*",
                     f"{checkpoints.STATE_FILE}.tmp*", "eval_results.txt.tmp-*",
-                    f"{TASK_FILE}.tmp-*")
+                    f"{TASK_FILE}.tmp-*", f"{checkpoints.CONFIG_FILE}.tmp-*")
         for pattern in patterns:
             for path in tf.io.gfile.glob(os.path.join(self.options.output_dir, pattern)):
                 logging.info("Removing %s, left by an interrupted write", path)
