@@ -18,20 +18,9 @@ from bert_tf import flags as shared_flags  # noqa: E402
 FLAGS = flags.FLAGS
 
 # The original's flags.
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None,
                     "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased models "
-                  "and False for cased models.")
 flags.DEFINE_integer("max_seq_length", 384,
                      "The maximum total input sequence length after WordPiece tokenization.")
 flags.DEFINE_integer("doc_stride", 128,
@@ -44,13 +33,6 @@ flags.DEFINE_bool("do_train", False, "Whether to run training.")
 flags.DEFINE_bool("do_predict", False, "Whether to run eval on the dev set.")
 flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1,
-                   "Proportion of training to perform linear learning rate warmup for.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "Steps run inside one tf.function call between host-side work.")
 flags.DEFINE_integer("n_best_size", 20,
                      "The total number of n-best predictions to generate in the "
                      "nbest_predictions.json output file.")
@@ -62,6 +44,7 @@ flags.DEFINE_bool("version_2_with_negative", False,
                   "If true, the SQuAD examples contain some that do not have an answer.")
 flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "If null_score - best_non_null is greater than the threshold predict null.")
+shared_flags.define_fine_tuning_flags()
 shared_flags.define_tpu_flags()
 
 # Added flags.

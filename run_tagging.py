@@ -24,17 +24,6 @@ FLAGS = flags.FLAGS
 # run_classifier.py's flags.
 flags.DEFINE_string("data_dir", None,
                     "The input data dir, holding train.txt, dev.txt and test.txt (CoNLL).")
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file corresponding to the pre-trained BERT model.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained BERT model).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased models "
-                  "and False for cased models.")
 flags.DEFINE_integer("max_seq_length", 128,
                      "Word pieces per record, [CLS] and [SEP] included. Longer sentences are "
                      "split into overlapping windows, shorter ones padded.")
@@ -44,14 +33,7 @@ flags.DEFINE_bool("do_predict", False, "Whether to tag test.txt.")
 flags.DEFINE_integer("train_batch_size", 32, "Total batch size (windows) for training.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
-flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
-flags.DEFINE_float("warmup_proportion", 0.1,
-                   "Proportion of training to perform linear learning rate warmup for. "
-                   "E.g., 0.1 = 10% of training.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "Steps run inside one tf.function call between host-side work.")
+shared_flags.define_fine_tuning_flags()
 shared_flags.define_tpu_flags()
 
 # Added flags.

@@ -1,7 +1,8 @@
 """absl flags the training scripts share: the original's TPU flags and bert_tf's trainer flags.
 
 Each script defines its own flags (the original's names, defaults and help) and calls
-`define_tpu_flags()` and `define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
+`define_fine_tuning_flags()` (the fine-tuning scripts), `define_tpu_flags()` and
+`define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
 and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy.
 """
 
@@ -16,6 +17,31 @@ def define_tpu_flags():
     flags.DEFINE_string("gcp_project", None, "[Optional] GCP project of the Cloud TPU.")
     flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
     flags.DEFINE_integer("num_tpu_cores", 8, "Only used with a TPU: total number of TPU cores.")
+
+
+def define_fine_tuning_flags():
+    """The original fine-tuning scripts' common flags: the model files, casing, the optimizer
+    schedule and the checkpoint interval (names, defaults and help of run_classifier.py)."""
+    flags.DEFINE_string("bert_config_file", None,
+                        "The config json file corresponding to the pre-trained BERT model.")
+    flags.DEFINE_string("vocab_file", None,
+                        "The vocabulary file that the BERT model was trained on.")
+    flags.DEFINE_string("output_dir", None,
+                        "The output directory where the model checkpoints will be written.")
+    flags.DEFINE_string("init_checkpoint", None,
+                        "Initial checkpoint (usually from a pre-trained BERT model).")
+    flags.DEFINE_bool("do_lower_case", True,
+                      "Whether to lower case the input text. Should be True for uncased models "
+                      "and False for cased models.")
+    flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
+    flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
+    flags.DEFINE_float("warmup_proportion", 0.1,
+                       "Proportion of training to perform linear learning rate warmup for. "
+                       "E.g., 0.1 = 10% of training.")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                         "How often to save the model checkpoint.")
+    flags.DEFINE_integer("iterations_per_loop", 1000,
+                         "Steps run inside one tf.function call between host-side work.")
 
 
 def define_trainer_flags(shuffle_buffer_size=100):
