@@ -3,6 +3,8 @@
     python -m bert_tf.export --task=classifier|squad|tagging|features \\
         --checkpoint=DIR_OR_PREFIX --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
         --do_lower_case=true --output_dir=EXPORT_DIR [--max_seq_length=128] [--labels=a,b,c]
+        [SQuAD: --doc_stride --max_query_length --max_answer_length --n_best_size
+         --version_2_with_negative --null_score_diff_threshold]
 
 Tokenization runs in the graph (`bert_tf.serving_inputs.ServingInputs`, ids equal to
 FullTokenizer's), so the SavedModel loads and answers in a process that imports only
@@ -23,9 +25,11 @@ tf.string [N], a batch):
   tagging     serving_default(text) -> tags string [N, W] (one tag per whitespace word, that of
               its first piece; "" for padding, for words cut by max_seq_length and for words
               without pieces), num_words int32 [N].
-  squad       serving_default(question, context) -> answer string [N], score float32 [N] (start
-              + end logit), start_logit, end_logit float32 [N]. See `SquadExport` for the
-              windows and the one difference from run_squad.py's final text.
+  squad       serving_default(question, context) -> answer string [N] (run_squad.py's
+              prediction, final text included), score float32 [N] (start + end logit),
+              start_logit, end_logit float32 [N]; with --version_2_with_negative also
+              null_score_diff float64 [N] (its null_odds.json value; the answer is "" above
+              --null_score_diff_threshold). See `SquadExport`.
 
 The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length", ...})
 for `bert_tf.predict`.
@@ -46,12 +50,15 @@ from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving_inputs import ServingInputs, _row_sums
+from bert_tf.squad_predictions import NO_ANSWER_NULL_ODDS
 
 TASKS = ("classifier", "features", "tagging", "squad")
 EXPORT_INFO_FILE = "bert_tf_export.json"
 # run_squad.py's word split: runs of characters other than space, tab, CR, LF and U+202F.
 _SQUAD_SEPARATORS = "[ \\t\\r\\n\\x{202f}]+"
 _STRING = tf.TensorSpec([None], tf.string)
+# run_squad.py's initial null score ("large and positive").
+_SQUAD_NULL_START = 1e6
 
 
 class ExportError(ValueError):
@@ -66,6 +73,21 @@ def _first_argmax(values, axis=-1):
     shape[axis] = -1
     big = tf.cast(tf.shape(values)[axis], tf.int64)
     return tf.reduce_min(tf.where(values == best, tf.reshape(positions, shape), big), axis=axis)
+
+
+def _single_spaced(texts):
+    """Each string's space-separated words joined by single spaces (texts: string [N])."""
+    return tf.strings.regex_replace(tf.strings.regex_replace(texts, " +", " "), "^ | $", "")
+
+
+def _row_values(ragged, index, default):
+    """ragged[i][index[i]] for each row i, `default` where index[i] is outside row i."""
+    lengths = tf.cast(ragged.row_lengths(), index.dtype)
+    inside = (index >= 0) & (index < lengths)
+    flat = tf.concat([ragged.flat_values, [tf.cast(default, ragged.dtype)]], 0)
+    position = tf.where(inside, tf.cast(ragged.row_splits[:-1], index.dtype) + index,
+                        tf.cast(tf.size(ragged.flat_values), index.dtype))
+    return tf.gather(flat, position)
 
 
 class ClassifierExport(tf.Module):
@@ -153,26 +175,49 @@ class TaggingExport(tf.Module):
 
 
 class SquadExport(tf.Module):
-    """`serving_default`: (question, context) -> the best answer span's text and score.
+    """`serving_default`: (question, context) -> run_squad.py's predicted answer and its score.
 
-    As run_squad.py (version 1.1): the context is split into words at space, tab, CR, LF and
-    U+202F, each word is tokenized, the question is cut to max_query_length pieces, and the
-    document is cut into windows of max_seq_length - len(question) - 3 pieces advancing by
-    doc_stride. In each window the n_best_size largest start and end logits (ties to the lower
-    position) give the candidate spans, valid when both ends are in the window's document part,
-    the start is in the window giving it the most context, end >= start and the span has at most
-    max_answer_length pieces. The best is the largest start + end logit (in float64), ties to the
-    first in the script's loop order (window, start rank, end rank). No valid span (e.g. an empty
-    context): answer "empty", score 0, as the script.
+    As run_squad.py: the context is split into words at space, tab, CR, LF and U+202F, each
+    word is tokenized, the question is cut to max_query_length pieces, and the document is cut
+    into windows of max_seq_length - len(question) - 3 pieces advancing by doc_stride. In each
+    window the n_best_size largest start and end logits (ties to the lower position) give the
+    candidate spans, valid when both ends are in the window's document part, the start is in
+    the window giving it the most context, end >= start and the span has at most
+    max_answer_length pieces. The best is the largest start + end logit (in float64), ties to
+    the first in the script's loop order (window, start rank, end rank).
 
-    The answer is the context words from the start piece's word to the end piece's word joined
-    by single spaces. run_squad.py's `get_final_text` further trims that span to the characters
-    of the predicted pieces (e.g. word "(1990)," with the pieces "1990" gives "1990"); that step
-    is not in the graph.
+    Its text is the script's `get_final_text`, in the graph: pred_text is the span's pieces
+    (vocab strings) joined by " " with " ##" and "##" removed; orig_text is the context words
+    from the start piece's word to the end piece's word joined by " "; tok_text is orig_text's
+    BasicTokenizer words joined by " " (the tokenizer's own character mapping,
+    `TokenizerModule._normalize`). The first occurrence of pred_text in tok_text is mapped onto
+    orig_text by index among non-space characters, so "(1990)," with the pieces "1990" gives
+    "1990"; orig_text itself is the answer when pred_text is not found (e.g. an [UNK] piece) or
+    when the two texts differ in length without spaces (e.g. accents stripped, a soft hyphen or
+    an NBSP inside a word).
+
+    Version 1.1: no valid span (e.g. an empty context) gives "empty" with score 0, as the
+    script. Version 2.0 (`version_2_with_negative`): score_null is the smallest
+    start_logit[0] + end_logit[0] over the question's windows (the script's start value 1e6
+    when none is below it); the answer is "" when score_null - start_logit - end_logit of the
+    best span exceeds null_score_diff_threshold (strictly), else the best span's text; that
+    difference is output as null_score_diff (float64: the value the script writes to
+    null_odds.json). Without a valid span the script crashes (its n-best list holds only the
+    null entry); then, as `bert_tf.squad_predictions`, the answer is "", null_score_diff
+    1.7976931348623157e308 and the score and logits 0.
+
+    The script's n-best list (duplicate texts skipped, the null entry inserted by score) is
+    not built: the prediction is its first entry (1.1) or first non-null entry (2.0), which is
+    always the best valid span (its text is never empty nor a duplicate; with n_best_size 1 a
+    window's only candidate pairs its largest start and end logits, so it scores at least
+    the window's null span and precedes it in the stable sort). The answer is therefore the
+    script's for the same logits; it can differ only where two candidates score equal, or
+    nearly so, and the export's logits differ from another run of the model in the last bits.
     """
 
-    def __init__(self, model, inputs, max_query_length=64, doc_stride=128, n_best_size=20,
-                 max_answer_length=30):
+    def __init__(self, model, inputs, vocab, max_query_length=64, doc_stride=128,
+                 n_best_size=20, max_answer_length=30, version_2_with_negative=False,
+                 null_score_diff_threshold=0.0):
         super().__init__(name="squad_export")
         self.model = model
         self.inputs = inputs
@@ -180,6 +225,12 @@ class SquadExport(tf.Module):
         self.doc_stride = int(doc_stride)
         self.n_best_size = int(n_best_size)
         self.max_answer_length = int(max_answer_length)
+        self.version_2_with_negative = bool(version_2_with_negative)
+        self.null_score_diff_threshold = float(null_score_diff_threshold)
+        tokens = [""] * (max(vocab.values()) + 1)
+        for token, index in vocab.items():
+            tokens[index] = token
+        self.vocab_tokens = tf.constant(tokens, tf.string)
 
     def _windows(self, question, context):
         """The script's features for every window, as dense tensors (see class docstring)."""
@@ -283,27 +334,115 @@ class SquadExport(tf.Module):
 
         def pick(values, rank):
             padded = tf.pad(values, [[0, 1], [0, 0]])
-            return tf.gather_nd(padded, tf.stack([window, rank], axis=1))
+            return tf.gather_nd(padded, tf.stack([window, tf.cast(rank, tf.int64)], axis=1))
 
         start_position, end_position = pick(start_index, start_rank), pick(end_index, end_rank)
-        first_word = pick(word_of_position, tf.cast(start_position, tf.int64))
-        last_word = pick(word_of_position, tf.cast(end_position, tf.int64))
-        first_word = tf.where(has_answer, first_word, 0)
-        last_word = tf.where(has_answer, last_word, -1)
+        first_word = tf.where(has_answer, pick(word_of_position, start_position), 0)
+        last_word = tf.where(has_answer, pick(word_of_position, end_position), -1)
         chosen_words = tf.ragged.range(first_word, last_word + 1) + words.row_splits[:-1, None]
-        text = tf.strings.reduce_join(tf.gather(words.flat_values, chosen_words), axis=1,
-                                      separator=" ")
+        orig_text = tf.strings.reduce_join(tf.gather(words.flat_values, chosen_words), axis=1,
+                                           separator=" ")
+        start_position = tf.where(has_answer, start_position, 0)
+        end_position = tf.where(has_answer, end_position, -1)
+        positions = tf.ragged.range(tf.cast(start_position, tf.int64),
+                                    tf.cast(end_position, tf.int64) + 1)
+        input_ids = tf.reshape(tf.pad(features["input_ids"], [[0, 1], [0, 0]]), [-1])
+        pred_ids = tf.gather(input_ids, positions + window[:, None] * self.inputs.max_seq_length)
+        text = self.final_text(self.pred_text(pred_ids), orig_text)
         start_logit = tf.where(has_answer, pick(start_top, start_rank), 0.0)
         end_logit = tf.where(has_answer, pick(end_top, end_rank), 0.0)
-        return {"answer": tf.where(has_answer, text, "empty"),
+        if not self.version_2_with_negative:
+            return {"answer": tf.where(has_answer, text, "empty"),
+                    "score": tf.cast(start_logit + end_logit, tf.float32),
+                    "start_logit": tf.cast(start_logit, tf.float32),
+                    "end_logit": tf.cast(end_logit, tf.float32)}
+
+        # The null score: the smallest start[0] + end[0] over the windows, if below the
+        # script's initial 1e6.
+        null = start_logits[:, 0] + end_logits[:, 0]  # [W]
+        score_null = tf.minimum(tf.math.unsorted_segment_min(null, example, n), _SQUAD_NULL_START)
+        # The best valid span is the script's best non-null entry (see class docstring).
+        null_score_diff = tf.where(has_answer, score_null - start_logit - end_logit,
+                                   NO_ANSWER_NULL_ODDS)
+        answer = tf.where(has_answer & ~(null_score_diff > self.null_score_diff_threshold),
+                          text, "")
+        return {"answer": answer,
                 "score": tf.cast(start_logit + end_logit, tf.float32),
                 "start_logit": tf.cast(start_logit, tf.float32),
-                "end_logit": tf.cast(end_logit, tf.float32)}
+                "end_logit": tf.cast(end_logit, tf.float32),
+                "null_score_diff": null_score_diff}
+
+    def pred_text(self, pred_ids):
+        """run_squad.py's text of predicted pieces: their vocab strings joined by " ", " ##"
+        and "##" removed, spaces collapsed (pieces hold no other whitespace).
+
+        pred_ids: ragged int [N, None] -> string [N].
+        """
+        text = tf.strings.reduce_join(tf.gather(self.vocab_tokens, pred_ids), axis=1,
+                                      separator=" ")
+        # str.replace's left-to-right non-overlapping matches, as RE2's global replace.
+        text = tf.strings.regex_replace(text, " ##", "")
+        return _single_spaced(tf.strings.regex_replace(text, "##", ""))
+
+    def final_text(self, pred_text, orig_text):
+        """run_squad.py's `get_final_text(pred_text, orig_text, do_lower_case)` in graph ops
+        (see class docstring), do_lower_case being the tokenizer's.
+
+        pred_text, orig_text: string [N] -> string [N].
+        """
+        # BasicTokenizer's character mapping. Its "inexact" flag is not needed: the serving
+        # path tokenized every word of orig_text and fails on an inexact word, and NFD only
+        # reorders within a word.
+        normalized = self.inputs.tokenizer._normalize(orig_text)[0]
+        tok_text = _single_spaced(normalized)
+
+        def find(texts):
+            tok, pred = texts
+            # The part before the first occurrence (split on "" would split at whitespace).
+            parts = tf.strings.split(tok, sep=tf.where(tf.equal(pred, ""), " ", pred), maxsplit=1)
+            return tf.concat([parts, [""]], 0)[0], tf.size(parts) == 2
+
+        prefix, found = tf.map_fn(find, (tok_text, pred_text),
+                                  fn_output_signature=(tf.string, tf.bool))
+        found |= tf.equal(pred_text, "")
+        prefix = tf.where(tf.equal(pred_text, ""), "", prefix)
+        # Python indexes code points; the byte prefix ends at a character boundary.
+        start = tf.strings.length(prefix, unit="UTF8_CHAR")
+        end = start + tf.strings.length(pred_text, unit="UTF8_CHAR") - 1
+        tok_chars = tf.strings.unicode_decode(tok_text, "UTF-8")
+        orig_chars = tf.strings.unicode_decode(orig_text, "UTF-8", errors="replace")
+        tok_space, orig_space = tf.equal(tok_chars, 32), tf.equal(orig_chars, 32)
+        tok_length = tf.cast(tok_chars.row_lengths(), tf.int32)
+
+        def non_space_count(spaces):
+            return tf.reduce_sum(tf.cast(~spaces, tf.int32), axis=1)
+
+        def non_space_index(position):
+            """position's index among tok_text's non-space characters, or -1 on a space or
+            outside tok_text."""
+            before = non_space_count(tok_space | (tf.ragged.range(tok_length) >= position[:, None]))
+            on_space = _row_values(tok_space, position, True)
+            return tf.where(on_space, -1, before)
+
+        ns_start, ns_end = non_space_index(start), non_space_index(end)
+        mapped = (found & tf.equal(non_space_count(orig_space), non_space_count(tok_space))
+                  & (ns_start >= 0) & (ns_end >= 0))
+        # Position in orig_text of each of its non-space characters.
+        orig_positions = tf.ragged.boolean_mask(
+            tf.ragged.range(tf.cast(orig_chars.row_lengths(), tf.int32)), ~orig_space)
+        orig_start = _row_values(orig_positions, ns_start, 0)
+        orig_end = _row_values(orig_positions, ns_end, -1)
+        begin = tf.where(mapped, orig_start, 0)
+        limit = tf.where(mapped, orig_end + 1, 0)
+        chars = tf.ragged.range(tf.cast(begin, tf.int64), tf.cast(limit, tf.int64))
+        trimmed = tf.strings.unicode_encode(
+            tf.gather(orig_chars.flat_values, chars + orig_chars.row_splits[:-1, None]), "UTF-8")
+        return tf.where(mapped, trimmed, orig_text)
 
     @tf.function(input_signature=[_STRING, _STRING], autograph=False)
     def serve(self, question, context):
         """question, context: string [N] -> answer string [N], score, start_logit, end_logit
-        float32 [N]."""
+        float32 [N] (and null_score_diff float64 [N] for version 2.0)."""
         return self._answer(question, context)
 
     @property
@@ -342,7 +481,8 @@ def read_labels(labels_flag, checkpoint):
 
 def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_seq_length=128,
                  labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=128,
-                 n_best_size=20, max_answer_length=30, tokenizer=None):
+                 n_best_size=20, max_answer_length=30, tokenizer=None,
+                 version_2_with_negative=False, null_score_diff_threshold=0.0):
     """The export module of `task` with the checkpoint's weights.
 
     Args:
@@ -352,6 +492,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       vocab_file, do_lower_case: the tokenizer's.
       labels: list of label names (classifier, tagging).
       layers: "-1,-2" etc. (features).
+      max_query_length, doc_stride, n_best_size, max_answer_length, version_2_with_negative,
+        null_score_diff_threshold: SQuAD, run_squad.py's flags.
       tokenizer: an existing `TokenizerModule` for the vocab (building one takes seconds).
     Returns:
       (module, info dict for bert_tf_export.json).
@@ -402,10 +544,13 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         module = FeaturesExport(model, inputs, indexes)
         info["layers"] = [int(x) for x in layers.split(",")]
     else:
-        module = SquadExport(model, inputs, max_query_length, doc_stride, n_best_size,
-                             max_answer_length)
+        module = SquadExport(model, inputs, vocab, max_query_length, doc_stride, n_best_size,
+                             max_answer_length, version_2_with_negative,
+                             null_score_diff_threshold)
         info.update(max_query_length=max_query_length, doc_stride=doc_stride,
-                    n_best_size=n_best_size, max_answer_length=max_answer_length)
+                    n_best_size=n_best_size, max_answer_length=max_answer_length,
+                    version_2_with_negative=bool(version_2_with_negative),
+                    null_score_diff_threshold=float(null_score_diff_threshold))
     return module, info
 
 
@@ -443,6 +588,11 @@ def _define_flags():
     flags.DEFINE_integer("max_query_length", 64, "SQuAD: question pieces kept.")
     flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer in pieces.")
     flags.DEFINE_integer("n_best_size", 20, "SQuAD: start/end candidates per window.")
+    flags.DEFINE_bool("version_2_with_negative", False,
+                      "SQuAD 2.0: questions may have no answer (the empty string).")
+    flags.DEFINE_float("null_score_diff_threshold", 0.0,
+                       "SQuAD 2.0: answer \"\" when the null score minus the best span's score "
+                       "is above this.")
     for name in ("task", "checkpoint", "bert_config_file", "vocab_file", "output_dir"):
         flags.mark_flag_as_required(name)
     return flags.FLAGS
@@ -462,7 +612,9 @@ def main(argv):
         module, info = build_export(
             FLAGS.task, config, FLAGS.checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case,
             FLAGS.max_seq_length, labels, FLAGS.layers, FLAGS.max_query_length,
-            FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length)
+            FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length,
+            version_2_with_negative=FLAGS.version_2_with_negative,
+            null_score_diff_threshold=FLAGS.null_score_diff_threshold)
         save_export(module, info, FLAGS.output_dir)
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None

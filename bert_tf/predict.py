@@ -14,7 +14,8 @@ when complete). What a line holds depends on the export's task (its bert_tf_expo
   tagging               a text -> {"tags": [str per whitespace word]} (plus "words" when the
                         text's `str.split()` has as many words)
   squad                 `question<TAB>context` (split at the first tab) -> {"answer": str,
-                        "score": float}
+                        "score": float}, plus "null_score_diff": float for a SQuAD 2.0 export
+                        (the answer is "" when it exceeds the export's threshold)
 
 Only the line's final newline is removed; other whitespace is the model's business.
 """
@@ -90,8 +91,10 @@ def result_rows(task, info, inputs, outputs):
                 row = {"words": words, **row}
             rows.append(row)
         else:
-            rows.append({"answer": _decoded(outputs["answer"][i]),
-                         "score": float(outputs["score"][i])})
+            row = {"answer": _decoded(outputs["answer"][i]), "score": float(outputs["score"][i])}
+            if "null_score_diff" in outputs:  # SQuAD 2.0
+                row["null_score_diff"] = float(outputs["null_score_diff"][i])
+            rows.append(row)
     return rows
 
 

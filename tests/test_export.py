@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import export
+from bert_tf import export, predict
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data.pairs import pad_to, pair_tokens
@@ -23,9 +23,12 @@ from bert_tf.data.squad import SquadExample, convert_examples_to_features, split
 from bert_tf.fast_tokenization import TokenizerModule
 from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
-from bert_tf.squad_predictions import RawResult, compute_predictions
+from bert_tf.serving_inputs import ServingInputs
+from bert_tf.squad_predictions import (NO_ANSWER_NULL_ODDS, RawResult, compute_predictions,
+                                       get_final_text)
 from bert_tf.tokenization import FullTokenizer
 from conftest import golden_path
+from test_data_squad import EXPECTED
 
 pytestmark = pytest.mark.slow
 MAX_SEQ_LENGTH = 24
@@ -33,6 +36,7 @@ LABELS = ["neg", "pos", "mixed"]
 TAGS = ["O", "B-PER", "I-PER", "B-LOC"]
 LAYERS = "-1,0"
 SQUAD = dict(max_query_length=6, doc_stride=5, n_best_size=4, max_answer_length=6)
+V2_THRESHOLD = -0.3
 TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " * 40,
            "Unbelievable café, naïve!"]
 TEXTS_B = ["it was closed", "", "penguins are flightless birds", "b \u0301 c", "x\u00a0y"]
@@ -44,6 +48,17 @@ CONTEXTS = [
     "",
     "the quick brown fox jumps over the lazy dog " * 4,
 ]
+# Context words that get_final_text trims to the predicted pieces ("(dog)," -> "dog"), maps
+# through lower-casing and accents ("Café"), or answers whole: a soft hyphen / NBSP inside a
+# word (lengths differ without spaces), "1990" and "#tag" ([UNK] pieces: not found); CJK,
+# Greek, repeated sub-strings ("Dog,dog": the first occurrence is taken).
+SQUAD_WORDS = ["(dog),", "Café", "naïve;", "Cafe\u0301", "ele\u00adphant", "hot\u00a0dog",
+               "1990", "(1990)", "#tag", "北区", "ab力cd", "Dog,dog", "dog.", '"quoted"', "it's",
+               "x-ray:", "hotdog", "the", "fire!", "Ωmega", "ΣΑΣ", "well-known", "end.", "dogdog"]
+SQUAD_QUESTIONS = QUESTIONS + [["what", "who is it?", "where (now)"][i % 3] for i in range(40)]
+SQUAD_CONTEXTS = CONTEXTS + [
+    " ".join(SQUAD_WORDS[(i * 5 + 3 * j * j + j) % len(SQUAD_WORDS)] for j in range(3 + i * 7 % 11))
+    for i in range(40)]
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +70,16 @@ def golden():
 
 
 @pytest.fixture(scope="module")
-def exports(golden, tmp_path_factory):
-    """task -> (Python model, export directory)."""
+def tables(golden):
+    """The in-graph tokenizer of the golden vocab (uncased), shared by the exports."""
+    return TokenizerModule(golden[3].vocab, do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def exports(golden, tables, tmp_path_factory):
+    """task -> (Python model, export directory); the checkpoints are in <task>_ckpt beside."""
     config, checkpoint, vocab_file, tokenizer = golden
     root = tmp_path_factory.mktemp("exports")
-    tables = TokenizerModule(tokenizer.vocab, do_lower_case=True)
     heads = {"classifier": lambda: ClassifierHead(len(LABELS), config.hidden_size),
              "tagging": lambda: TokenClassifierHead(len(TAGS), config.hidden_size),
              "squad": lambda: SpanHead(config.hidden_size)}
@@ -93,7 +113,7 @@ def served(exports, tmp_path_factory):
         "classifier": {"text_a": TEXTS_A, "text_b": TEXTS_B},
         "features": {"text_a": TEXTS_A, "text_b": TEXTS_B},
         "tagging": {"text": TEXTS_A + TEXTS_B},
-        "squad": {"question": QUESTIONS, "context": CONTEXTS},
+        "squad": {"question": SQUAD_QUESTIONS, "context": SQUAD_CONTEXTS},
     }
     jobs = {task: (str(exports[task][1]), kwargs) for task, kwargs in calls.items()}
     jobs["classifier_single"] = (str(exports["classifier"][1]), {"text_a": TEXTS_A})
@@ -176,31 +196,14 @@ def test_tagging_gives_the_tag_of_each_words_first_piece(exports, served, golden
     assert got["num_words"][3] == 40 and got["tags"][3][MAX_SEQ_LENGTH - 2:] == [""] * 18
 
 
-def _script_best_span(features, results, n_best_size, max_answer_length):
-    """run_squad.py's best span of one example, written as its loop: (first word, last word,
-    start logit, end logit) or None."""
-    best = None
-    for feature, (start_logits, end_logits) in zip(features, results):
-        def top(logits):
-            return sorted(range(len(logits)), key=lambda i: logits[i], reverse=True)[:n_best_size]
-        for s in top(start_logits):
-            for e in top(end_logits):
-                if (s not in feature.token_to_orig_map or e not in feature.token_to_orig_map
-                        or not feature.token_is_max_context.get(s, False)
-                        or e < s or e - s + 1 > max_answer_length):
-                    continue
-                total = float(start_logits[s]) + float(end_logits[e])
-                if best is None or total > best[0]:
-                    best = (total, feature.token_to_orig_map[s], feature.token_to_orig_map[e],
-                            float(start_logits[s]), float(end_logits[e]))
-    return best
-
-
-def test_squad_equals_the_scripts_word_span(exports, served, golden):
+@pytest.fixture(scope="module")
+def squad_python(exports, golden):
+    """The Python path on SQUAD_QUESTIONS / SQUAD_CONTEXTS: (examples, features, results) from
+    bert_tf.data.squad and the squad model's logits."""
     tokenizer = golden[3]
     model = exports["squad"][0]
     examples = [SquadExample(str(i), q, split_context(c)[0])
-                for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS))]
+                for i, (q, c) in enumerate(zip(SQUAD_QUESTIONS, SQUAD_CONTEXTS))]
     features = []
     convert_examples_to_features(examples, tokenizer, MAX_SEQ_LENGTH, SQUAD["doc_stride"],
                                  SQUAD["max_query_length"], False, features.append)
@@ -211,30 +214,91 @@ def test_squad_equals_the_scripts_word_span(exports, served, golden):
     starts, ends = outputs["start_logits"].numpy(), outputs["end_logits"].numpy()
     results = [RawResult(f.unique_id, starts[k].tolist(), ends[k].tolist())
                for k, f in enumerate(features)]
+    return examples, features, results
+
+
+def _word_spans(example):
+    """Every run of whole context words joined by spaces (what an untrimmed answer is)."""
+    words = example.doc_tokens
+    return {" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1)}
+
+
+def test_squad_final_text_equals_get_final_text(golden, tables):
+    """The graph's get_final_text on the original's recorded cases (do_lower_case) and on the
+    fallbacks and traps of the SQuAD contexts, against bert_tf.squad_predictions."""
+    vocab = golden[3].vocab
+    module = export.SquadExport(None, ServingInputs(vocab, True, MAX_SEQ_LENGTH, tokenizer=tables),
+                                vocab)
+    cases = [(pred, orig, expected) for pred, orig, lower, expected, _ in EXPECTED["final_text"]
+             if lower]
+    cases += [(pred, orig, get_final_text(pred, orig, True)) for pred, orig in [
+        ("dog", "(dog),"), ("dog ) ,", "(dog),"), ("dog", "Dog, dog"), ("og", "hotdog Dog"),
+        ("cafe", "Cafe\u0301"), ("elephant", "ele\u00adphant"), ("hot dog", "hot\u00a0dog"),
+        ("[UNK]", "1990"), ("北", "ab北区cd"), ("力 加", "x力加y"), ("mega", "Ωmega"),
+        ("σας", "ΣΑΣ"), ("ive ;", "naïve;")]]
+    got = tf.function(module.final_text)(tf.constant([c[0] for c in cases]),
+                                         tf.constant([c[1] for c in cases]))
+    assert [x.decode("utf-8") for x in got.numpy()] == [c[2] for c in cases]
+    assert [c[2] for c in cases[-13:]] == [
+        "dog", "dog),", "Dog", "og", "Cafe\u0301", "ele\u00adphant", "hot\u00a0dog", "1990", "北",
+        "力加", "mega", "ΣΑΣ", "ïve;"]
+    pieces = [["c", "##a", "##f"], ["[UNK]", "a", "##b"], []]
+    pred_text = module.pred_text(tf.ragged.constant([[vocab[p] for p in x] for x in pieces]))
+    assert pred_text.numpy().tolist() == [b"caf", b"[UNK] ab", b""]
+
+
+def test_squad_answers_equal_run_squad(exports, served, squad_python):
+    examples, features, results = squad_python
     predictions, nbest, _ = compute_predictions(
         examples, features, results, SQUAD["n_best_size"], SQUAD["max_answer_length"], True)
     got = served["squad"]
+    assert got["answer"] == [predictions[e.qas_id] for e in examples]
     for i, example in enumerate(examples):
-        mine = [k for k, f in enumerate(features) if f.example_index == i]
-        best = _script_best_span([features[k] for k in mine],
-                                 [(starts[k], ends[k]) for k in mine],
-                                 SQUAD["n_best_size"], SQUAD["max_answer_length"])
-        if best is None:
-            assert (got["answer"][i], got["score"][i]) == ("empty", 0.0)
-            assert predictions[str(i)] == "empty"
-            continue
-        total, first, last, start_logit, end_logit = best
-        assert got["answer"][i] == " ".join(example.doc_tokens[first:last + 1])
+        top = nbest[example.qas_id][0]
         np.testing.assert_allclose(
             [got["score"][i], got["start_logit"][i], got["end_logit"][i]],
-            [total, start_logit, end_logit], atol=1e-5, rtol=0)
-        # The script's final text is this word span trimmed to the predicted pieces.
-        assert predictions[str(i)] in got["answer"][i]
-        top = nbest[str(i)][0]
-        assert top["start_logit"] + top["end_logit"] == pytest.approx(total, abs=1e-5)
+            [top["start_logit"] + top["end_logit"], top["start_logit"], top["end_logit"]],
+            atol=1e-5, rtol=0)
+    answered = [(a, e) for a, e in zip(got["answer"], examples) if a != "empty"]
+    trimmed = [a for a, e in answered if a not in _word_spans(e)]
+    assert len(answered) >= 30 and len(trimmed) >= 10, (answered, trimmed)
+    # Whole words where get_final_text falls back: [UNK] pieces, lengths differing.
+    assert any("1990" in a for a, _ in answered)
+    assert any("\u00ad" in a or "\u00a0" in a for a, _ in answered)
     assert got["answer"][3] == "empty"  # an empty context has no window
     assert served["squad_no_window"] == {"answer": ["empty"] * 2, "score": [0.0] * 2,
                                          "start_logit": [0.0] * 2, "end_logit": [0.0] * 2}
+
+
+def test_squad_v2_answers_and_null_odds_equal_run_squad(exports, golden, tables, squad_python):
+    """Version 2.0: the export built with --version_2_with_negative from the squad checkpoint,
+    called in this process (the graph is the saved one's), against the Python path."""
+    config, _, vocab_file, _ = golden
+    checkpoint_dir = os.path.join(os.path.dirname(exports["squad"][1]), "squad_ckpt")
+    module, info = export.build_export(
+        "squad", config, checkpoint_dir, vocab_file, True, MAX_SEQ_LENGTH, tokenizer=tables,
+        version_2_with_negative=True, null_score_diff_threshold=V2_THRESHOLD, **SQUAD)
+    assert (info["version_2_with_negative"], info["null_score_diff_threshold"]) == (
+        True, V2_THRESHOLD)
+    got = {k: v.numpy() for k, v in module.serve(tf.constant(SQUAD_QUESTIONS),
+                                                   tf.constant(SQUAD_CONTEXTS)).items()}
+    examples, features, results = squad_python
+    predictions, nbest, null_odds = compute_predictions(
+        examples, features, results, SQUAD["n_best_size"], SQUAD["max_answer_length"], True,
+        True, V2_THRESHOLD)
+    answers = [x.decode("utf-8") for x in got["answer"]]
+    assert answers == [predictions[e.qas_id] for e in examples]
+    odds = [null_odds[e.qas_id] for e in examples]
+    np.testing.assert_allclose(got["null_score_diff"], odds, atol=1e-5, rtol=0)
+    for i, example in enumerate(examples):
+        best = next((x for x in nbest[example.qas_id] if x["text"]), None)
+        logits = [best["start_logit"], best["end_logit"]] if best else [0.0, 0.0]
+        np.testing.assert_allclose([got["start_logit"][i], got["end_logit"][i]], logits,
+                                   atol=1e-5, rtol=0)
+    # Trimmed answers, "" above the threshold and "" without a valid span all occur.
+    assert any(a and a not in _word_spans(e) for a, e in zip(answers, examples))
+    assert any(V2_THRESHOLD < x < NO_ANSWER_NULL_ODDS for x in odds)
+    assert NO_ANSWER_NULL_ODDS in odds
 
 
 # saved_model_cli with tensorflow_text's ops registered (the command has no flag for it).
@@ -298,8 +362,19 @@ def test_predictor_writes_a_json_line_per_input_line(exports, served, tmp_path):
                       f"--output_file={output_file}")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(x) for x in output_file.read_text().splitlines()]
-    assert [r["answer"] for r in rows] == served["squad"]["answer"]
+    assert [r["answer"] for r in rows] == served["squad"]["answer"][:len(QUESTIONS)]
     assert sorted(os.listdir(tmp_path)) == ["answers.jsonl", "questions.tsv"]
+
+
+def test_predictor_rows_of_a_squad_v2_export():
+    outputs = {"answer": np.array([b"", "Caf\u00e9".encode("utf-8")], object),
+               "score": np.array([1.5, 0.25], np.float32), "start_logit": np.zeros(2, np.float32),
+               "end_logit": np.zeros(2, np.float32),
+               "null_score_diff": np.array([0.5, NO_ANSWER_NULL_ODDS])}
+    rows = predict.result_rows("squad", {"task": "squad"}, [("q", "c")] * 2, outputs)
+    assert rows == [{"answer": "", "score": 1.5, "null_score_diff": 0.5},
+                    {"answer": "Caf\u00e9", "score": 0.25, "null_score_diff": NO_ANSWER_NULL_ODDS}]
+    assert json.loads(json.dumps(rows[1]))["null_score_diff"] == NO_ANSWER_NULL_ODDS
 
 
 def test_predictor_names_a_bad_line(exports, tmp_path):
