@@ -1,0 +1,127 @@
+"""Windows of word pieces inside the TensorFlow graph, shared by the tagging and SQuAD exports.
+
+The graph twins of `bert_tf.data.conll`'s `_window_spans` / `_max_context_window` (which follow
+run_squad.py's document windows): a text's pieces are cut into windows of at most `max_pieces`
+pieces, each window starting `min(max_pieces, doc_stride)` pieces after the previous one, the
+last being the first that reaches the text's last piece. A piece held by several windows
+belongs to the window where it has the most context, the largest
+`min(pieces before it, pieces after it) + 0.01 * window length` (float64, as the Python
+scores), ties going to the earlier window.
+
+Every function works on a batch of N texts. Windows are flattened over the batch into K rows in
+text order (so the model runs on all of them at once), `example` [K] naming each row's text.
+Only core TensorFlow ops are used; `word_pieces` calls the given tokenizer.
+"""
+
+import tensorflow as tf
+
+
+def first_argmax(values, axis=-1):
+    """Index (int64) of the first largest value along `axis` (tf.argmax leaves ties
+    unspecified)."""
+    best = tf.reduce_max(values, axis=axis, keepdims=True)
+    positions = tf.range(tf.shape(values, out_type=tf.int64)[axis])
+    shape = [1] * values.shape.rank
+    shape[axis] = -1
+    big = tf.cast(tf.shape(values)[axis], tf.int64)
+    return tf.reduce_min(tf.where(values == best, tf.reshape(positions, shape), big), axis=axis)
+
+
+def row_sums(values, row_splits):
+    """Sum of `values` [M] within each row of `row_splits` [N + 1] -> [N]."""
+    totals = tf.concat([[0], tf.cumsum(values)], 0)
+    return tf.gather(totals, row_splits[1:]) - tf.gather(totals, row_splits[:-1])
+
+
+def split_words(text, separators):
+    """text: string [N] -> ragged string [N, None], the non-empty runs between matches of the
+    RE2 pattern `separators`."""
+    words = tf.strings.split(tf.strings.regex_replace(text, separators, " "), sep=" ")
+    return tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
+
+
+def word_pieces(tokenizer, words):
+    """Each text's pieces, tokenized word by word.
+
+    Args:
+      tokenizer: callable string [M] -> ragged int64 [M, None] piece ids (TokenizerModule).
+      words: ragged string [N, None], the words of each text.
+    Returns:
+      (pieces: ragged int64 [N, None], the ids of each text's pieces in order;
+       word_of_piece: int64 [P] (P = all pieces of the batch), index within its text of the
+         word each entry of `pieces.flat_values` comes from;
+       is_first: bool [P], true on each word's first piece).
+    """
+    per_word = tokenizer(words.flat_values)  # [total words, None]
+    pieces_per_word = per_word.row_lengths()
+    pieces = tf.RaggedTensor.from_row_lengths(
+        per_word.flat_values, row_sums(pieces_per_word, words.row_splits))
+    word_of_piece = tf.repeat(
+        tf.range(tf.size(pieces_per_word, out_type=tf.int64))
+        - tf.gather(words.row_splits, words.value_rowids()), pieces_per_word)
+    word_start = tf.repeat(tf.cumsum(pieces_per_word, exclusive=True), pieces_per_word)
+    is_first = tf.equal(tf.range(tf.size(word_start, out_type=tf.int64)), word_start)
+    return pieces, word_of_piece, is_first
+
+
+def window_spans(num_pieces, max_pieces, doc_stride, empty_window=False):
+    """The windows of every text (see module docstring).
+
+    Args:
+      num_pieces: int [N], pieces of each text.
+      max_pieces: int [N] or scalar (>= 1), pieces a window of that text holds.
+      doc_stride: int [N] or scalar (>= 1).
+      empty_window: give a text without pieces one empty window (`bert_tf.data.conll`'s
+        sentences) instead of none (run_squad.py's documents).
+    Returns:
+      (example, window, start, length), int64 [K]: each window's text, its index among that
+      text's windows, its first piece (within the text) and its number of pieces.
+    """
+    num_pieces = tf.cast(num_pieces, tf.int64)
+    max_pieces = tf.broadcast_to(tf.cast(max_pieces, tf.int64), tf.shape(num_pieces))
+    step = tf.minimum(max_pieces, tf.cast(doc_stride, tf.int64))
+    extra = tf.maximum(num_pieces - max_pieces, 0)
+    num_windows = 1 + (extra + step - 1) // step
+    if not empty_window:
+        num_windows = tf.where(num_pieces > 0, num_windows, 0)
+    window = tf.ragged.range(num_windows)
+    example = window.value_rowids()
+    start = window.flat_values * tf.gather(step, example)
+    length = tf.minimum(tf.gather(num_pieces, example) - start, tf.gather(max_pieces, example))
+    return example, window.flat_values, start, length
+
+
+def window_pieces(pieces, example, start, length):
+    """Indexes into `pieces.flat_values` of each window's pieces: ragged int64 [K, None]."""
+    return tf.ragged.range(start, start + length) + tf.gather(
+        pieces.row_splits[:-1], example)[:, None]
+
+
+def max_context(example, window, start, length, piece):
+    """Whether each window is where the given pieces of its text have the most context.
+
+    Args:
+      example, window, start, length: int64 [K], from `window_spans`.
+      piece: int [K, J], piece indexes within the text of window k (any values; those outside
+        window k give false).
+    Returns:
+      bool [K, J]: piece[k, j] is in window k and no window of the text gives it more context
+      (nor as much, earlier).
+    """
+    piece = tf.cast(piece, tf.int64)
+
+    def of_same_text(values):
+        """values [K] -> [K, 1, L]: those of every window of row k's text (L = the most windows
+        of a text, padded with 0)."""
+        per_text = tf.RaggedTensor.from_value_rowids(values, example).to_tensor(0)
+        return tf.gather(per_text, example)[:, None, :]
+
+    other_start, other_length = of_same_text(start), of_same_text(length)
+    other_end = other_start + other_length - 1
+    at = piece[:, :, None]
+    score = (tf.cast(tf.minimum(at - other_start, other_end - at), tf.float64)
+             + 0.01 * tf.cast(other_length, tf.float64))
+    covered = (at >= other_start) & (at <= other_end)  # false on padding (length 0)
+    score = tf.where(covered, score, tf.constant(-1e300, tf.float64))
+    inside = (piece >= start[:, None]) & (piece < (start + length)[:, None])
+    return inside & tf.equal(first_argmax(score), window[:, None])
