@@ -196,7 +196,7 @@ class SquadExport(tf.Module):
         query_length = query.row_lengths()
         max_tokens = seq_length - query_length - 3  # >= 1, checked by the exporter
         num_tokens = doc.row_lengths()
-        example, window, start, length = window_spans(num_tokens, max_tokens, self.doc_stride)
+        example, _, start, length = window_spans(num_tokens, max_tokens, self.doc_stride)
         window_query = tf.gather(query, example)
         ones = tf.ones_like(example)
         ids = tf.concat([
@@ -216,7 +216,7 @@ class SquadExport(tf.Module):
             "segment_ids": tf.cast(in_doc | (positions == (offset + length)[:, None]), tf.int32),
         }
         piece = start[:, None] + positions - offset[:, None]  # [W, S], within the document
-        valid_start = max_context(example, window, start, length, piece)
+        valid_start = max_context(example, start, length, piece)
         doc_piece = tf.clip_by_value(piece, 0, tf.maximum(
             tf.gather(num_tokens, example)[:, None] - 1, 0))
         word_of_position = tf.gather(

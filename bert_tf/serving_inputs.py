@@ -179,7 +179,7 @@ class ServingInputs(tf.Module):
                             self._separators)
         pieces, word_of_piece, is_first = word_pieces(self.tokenizer, words)
         seq_length = self.max_seq_length
-        example, window, start, length = window_spans(
+        example, _, start, length = window_spans(
             pieces.row_lengths(), seq_length - 2, self.doc_stride, empty_window=True)
         held = window_pieces(pieces, example, start, length)  # [K, None]
         ones = tf.ones_like(example)
@@ -195,7 +195,7 @@ class ServingInputs(tf.Module):
         firsts = framed(tf.gather(is_first, held), False, False)
         position = tf.range(seq_length, dtype=tf.int64)[None, :]
         # Position p of a window holds its piece start + p - 1 ([CLS] comes first).
-        chosen = max_context(example, window, start, length, start[:, None] + position - 1)
+        chosen = max_context(example, start, length, start[:, None] + position - 1)
         shape = [None, seq_length]
         input_ids = tf.cast(ids.to_tensor(0, shape=shape), tf.int32)
         return {

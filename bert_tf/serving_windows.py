@@ -97,11 +97,11 @@ def window_pieces(pieces, example, start, length):
         pieces.row_splits[:-1], example)[:, None]
 
 
-def max_context(example, window, start, length, piece):
+def max_context(example, start, length, piece):
     """Whether each window is where the given pieces of its text have the most context.
 
     Args:
-      example, window, start, length: int64 [K], from `window_spans`.
+      example, start, length: int64 [K], from `window_spans`.
       piece: int [K, J], piece indexes within the text of window k (any values; those outside
         window k give false).
     Returns:
@@ -110,18 +110,26 @@ def max_context(example, window, start, length, piece):
     """
     piece = tf.cast(piece, tf.int64)
 
-    def of_same_text(values):
-        """values [K] -> [K, 1, L]: those of every window of row k's text (L = the most windows
-        of a text, padded with 0)."""
-        per_text = tf.RaggedTensor.from_value_rowids(values, example).to_tensor(0)
-        return tf.gather(per_text, example)[:, None, :]
+    def score(window_start, window_length):
+        """[K] -> float64 [K, J]: the window's score of each piece, -1e300 where it is not in
+        the window."""
+        window_start, window_length = window_start[:, None], window_length[:, None]
+        window_end = window_start + window_length - 1
+        value = (tf.cast(tf.minimum(piece - window_start, window_end - piece), tf.float64)
+                 + 0.01 * tf.cast(window_length, tf.float64))
+        covered = (piece >= window_start) & (piece <= window_end)
+        return tf.where(covered, value, tf.constant(-1e300, tf.float64))
 
-    other_start, other_length = of_same_text(start), of_same_text(length)
-    other_end = other_start + other_length - 1
-    at = piece[:, :, None]
-    score = (tf.cast(tf.minimum(at - other_start, other_end - at), tf.float64)
-             + 0.01 * tf.cast(other_length, tf.float64))
-    covered = (at >= other_start) & (at <= other_end)  # false on padding (length 0)
-    score = tf.where(covered, score, tf.constant(-1e300, tf.float64))
-    inside = (piece >= start[:, None]) & (piece < (start + length)[:, None])
-    return inside & tf.equal(first_argmax(score), window[:, None])
+    def neighbour(shift):
+        """Scores of the previous (shift 1) or next (shift -1) window of the same text."""
+        index = tf.range(tf.size(example))
+        same_text = (tf.equal(tf.roll(example, shift, 0), example)
+                     & tf.equal(tf.roll(index, shift, 0), index - shift))  # not wrapped around
+        return score(tf.roll(start, shift, 0), tf.where(same_text, tf.roll(length, shift, 0), 0))
+
+    # The windows holding one piece start and end further and further right (only the last one
+    # is shorter, which lowers its length term), so their scores of it rise strictly to the top
+    # and then fall strictly: the first best window is the one scoring more than the previous
+    # window and no less than the next.
+    own = score(start, length)
+    return (own > -1e300) & (own > neighbour(1)) & (own >= neighbour(-1))

@@ -11,10 +11,12 @@ from bert_tf.serving_windows import (first_argmax, max_context, split_words, win
 
 # (num_pieces, max_pieces, doc_stride): strides below, at and above the window size.
 GRID = list(itertools.product(range(21), range(1, 7), range(1, 8)))
+# Long windows, where the last window's smaller length term (0.01 per piece) can exceed 1.
+LONG_GRID = list(itertools.product([250, 301], [120, 150], [7, 64, 119, 200]))
 
 
-def _spans(empty_window):
-    num_pieces, max_pieces, stride = (np.array(x, np.int64) for x in zip(*GRID))
+def _spans(empty_window, grid=GRID):
+    num_pieces, max_pieces, stride = (np.array(x, np.int64) for x in zip(*grid))
     return [t.numpy() for t in window_spans(num_pieces, max_pieces, stride, empty_window)]
 
 
@@ -31,20 +33,25 @@ def test_window_spans_equal_conll_window_spans():
 
 
 def test_max_context_equals_conll_max_context_window():
-    example, window, start, length = _spans(empty_window=False)
-    # Every piece of the text, and one before and after it (never in a window).
-    piece = np.arange(-1, 22, dtype=np.int64)[None, :].repeat(len(example), axis=0)
-    got = max_context(example, window, start, length, piece).numpy()
-    for k, i in enumerate(example):
-        spans = _window_spans(*GRID[i])
-        expected = [0 <= p < GRID[i][0] and _max_context_window(spans, p) == window[k]
-                    for p in piece[k]]
-        assert got[k].tolist() == expected, (GRID[i], window[k])
+    one_text = [(5, 4, 1)]  # its last window has no next (the first, tying with it on piece 2)
+    small = list(itertools.product(range(6), range(1, 4), range(1, 4)))
+    for grid, empty_window in ((GRID, False), (small, True), (LONG_GRID, False),
+                               (one_text, False)):
+        example, window, start, length = _spans(empty_window, grid)
+        # Every piece of the text, and one before and after it (never in a window).
+        most = max(num_pieces for num_pieces, _, _ in grid)
+        piece = np.arange(-1, most + 1, dtype=np.int64)[None, :].repeat(len(example), axis=0)
+        got = max_context(example, start, length, piece).numpy()
+        for k, i in enumerate(example):
+            spans = _window_spans(*grid[i])
+            expected = [0 <= p < grid[i][0] and _max_context_window(spans, p) == window[k]
+                        for p in piece[k]]
+            assert got[k].tolist() == expected, (grid[i], window[k])
 
 
 def test_max_context_of_no_window_is_empty():
     empty = tf.zeros([0], tf.int64)
-    assert max_context(empty, empty, empty, empty, tf.zeros([0, 5], tf.int64)).shape == [0, 5]
+    assert max_context(empty, empty, empty, tf.zeros([0, 5], tf.int64)).shape == [0, 5]
 
 
 def _char_pieces(words):
