@@ -42,14 +42,14 @@ from absl import app, flags
 from bert_tf import tokenization
 from bert_tf.checkpoints import load_original_checkpoint, resolve_checkpoint_path
 from bert_tf.config import BertConfig
+from bert_tf.data.conll import OUTSIDE
 from bert_tf.encoder import BertModel
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
-from bert_tf.data.conll import OUTSIDE
 from bert_tf.serving_inputs import ServingInputs
-from bert_tf.serving_windows import (first_argmax, max_context, split_words, window_pieces,
-                                     window_spans, word_pieces)
+from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+                                     word_pieces)
 
 TASKS = ("classifier", "features", "tagging", "squad")
 EXPORT_INFO_FILE = "bert_tf_export.json"
@@ -60,6 +60,16 @@ _STRING = tf.TensorSpec([None], tf.string)
 
 class ExportError(ValueError):
     """A bad flag or file for the export (names the flag or file and what was expected)."""
+
+
+def _first_argmax(values, axis=-1):
+    """Index of the first largest value along `axis` (tf.argmax leaves ties unspecified)."""
+    best = tf.reduce_max(values, axis=axis, keepdims=True)
+    positions = tf.range(tf.shape(values, out_type=tf.int64)[axis])
+    shape = [1] * values.shape.rank
+    shape[axis] = -1
+    big = tf.cast(tf.shape(values)[axis], tf.int64)
+    return tf.reduce_min(tf.where(values == best, tf.reshape(positions, shape), big), axis=axis)
 
 
 class ClassifierExport(tf.Module):
@@ -73,7 +83,7 @@ class ClassifierExport(tf.Module):
 
     def _outputs(self, features):
         probabilities = self.model(features, training=False)["probabilities"]
-        label_id = first_argmax(probabilities)
+        label_id = _first_argmax(probabilities)
         return {"probabilities": probabilities, "label": tf.gather(self.labels, label_id),
                 "label_id": tf.cast(label_id, tf.int32)}
 
@@ -140,7 +150,7 @@ class TaggingExport(tf.Module):
         windows = self.inputs.words(text)
         features = {name: windows[name] for name in ("input_ids", "input_mask", "segment_ids")}
         logits = self.model(features, training=False)["logits"]  # [K, S, C]
-        tag_ids = first_argmax(logits)  # [K, S]
+        tag_ids = _first_argmax(logits)  # [K, S]
         tagged = tf.where(windows["tag_position"] > 0)  # [M, 2]: window, position
         text_index = tf.gather(windows["text_index"], tagged[:, 0])
         word = tf.gather_nd(windows["word_ids"], tagged)

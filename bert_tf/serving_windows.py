@@ -16,18 +16,7 @@ Only core TensorFlow ops are used; `word_pieces` calls the given tokenizer.
 import tensorflow as tf
 
 
-def first_argmax(values, axis=-1):
-    """Index (int64) of the first largest value along `axis` (tf.argmax leaves ties
-    unspecified)."""
-    best = tf.reduce_max(values, axis=axis, keepdims=True)
-    positions = tf.range(tf.shape(values, out_type=tf.int64)[axis])
-    shape = [1] * values.shape.rank
-    shape[axis] = -1
-    big = tf.cast(tf.shape(values)[axis], tf.int64)
-    return tf.reduce_min(tf.where(values == best, tf.reshape(positions, shape), big), axis=axis)
-
-
-def row_sums(values, row_splits):
+def _row_sums(values, row_splits):
     """Sum of `values` [M] within each row of `row_splits` [N + 1] -> [N]."""
     totals = tf.concat([[0], tf.cumsum(values)], 0)
     return tf.gather(totals, row_splits[1:]) - tf.gather(totals, row_splits[:-1])
@@ -55,7 +44,7 @@ def word_pieces(tokenizer, words):
     per_word = tokenizer(words.flat_values)  # [total words, None]
     pieces_per_word = per_word.row_lengths()
     pieces = tf.RaggedTensor.from_row_lengths(
-        per_word.flat_values, row_sums(pieces_per_word, words.row_splits))
+        per_word.flat_values, _row_sums(pieces_per_word, words.row_splits))
     word_of_piece = tf.repeat(
         tf.range(tf.size(pieces_per_word, out_type=tf.int64))
         - tf.gather(words.row_splits, words.value_rowids()), pieces_per_word)
@@ -101,7 +90,8 @@ def max_context(example, start, length, piece):
     """Whether each window is where the given pieces of its text have the most context.
 
     Args:
-      example, start, length: int64 [K], from `window_spans`.
+      example, start, length: int64 [K], from `window_spans` (each text's windows next to
+        each other, in start order).
       piece: int [K, J], piece indexes within the text of window k (any values; those outside
         window k give false).
     Returns:
@@ -128,8 +118,8 @@ def max_context(example, start, length, piece):
         return score(tf.roll(start, shift, 0), tf.where(same_text, tf.roll(length, shift, 0), 0))
 
     # The windows holding one piece start and end further and further right (only the last one
-    # is shorter, which lowers its length term), so their scores of it rise strictly to the top
-    # and then fall strictly: the first best window is the one scoring more than the previous
-    # window and no less than the next.
+    # is shorter, which lowers its length term), so their scores of it rise strictly, then fall
+    # strictly (two may tie at the top): the first best window is the one scoring more than the
+    # previous window and no less than the next.
     own = score(start, length)
     return (own > -1e300) & (own > neighbour(1)) & (own >= neighbour(-1))

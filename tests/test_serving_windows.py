@@ -6,8 +6,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.conll import _max_context_window, _window_spans
-from bert_tf.serving_windows import (first_argmax, max_context, split_words, window_pieces,
-                                     window_spans, word_pieces)
+from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+                                     word_pieces)
 
 # (num_pieces, max_pieces, doc_stride): strides below, at and above the window size.
 GRID = list(itertools.product(range(21), range(1, 7), range(1, 8)))
@@ -71,9 +71,3 @@ def test_word_pieces_map_every_piece_to_its_word():
     held = window_pieces(pieces, example, tf.constant([0, 2, 0], tf.int64),
                          tf.constant([3, 3, 1], tf.int64))
     assert held.to_list() == [[0, 1, 2], [2, 3, 4], [5]]
-
-
-def test_first_argmax_takes_the_first_of_equal_values():
-    values = tf.constant([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0], [0.0, -1.0, 5.0]])
-    assert first_argmax(values).numpy().tolist() == [1, 0, 2]
-    assert first_argmax(values, axis=0).numpy().tolist() == [1, 0, 2]
