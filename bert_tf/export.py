@@ -22,9 +22,10 @@ tf.string [N], a batch):
               same. `labels` (attribute) is the string [C] constant of label names.
   features    serving_default(text_a, text_b) -> input_ids, input_mask int32 [N, S] and layers
               float32 [N, S, len(--layers), H] (the chosen encoder layers, in --layers order).
-  tagging     serving_default(text) -> tags string [N, W] (one tag per whitespace word, that of
-              its first piece; "" for padding, for words cut by max_seq_length and for words
-              without pieces), num_words int32 [N].
+  tagging     serving_default(text) -> tags string [N, W] (one tag per whitespace word, as
+              run_tagging.py: that of its first piece in the window of max_seq_length giving
+              it the most context, windows advancing by --doc_stride; "O" for a word without
+              pieces, "" for padding), num_words int32 [N].
   squad       serving_default(question, context) -> answer string [N] (run_squad.py's
               prediction, final text included), score float32 [N] (start + end logit),
               start_logit, end_logit float32 [N]; with --version_2_with_negative also
@@ -45,11 +46,14 @@ from absl import app, flags
 from bert_tf import tokenization
 from bert_tf.checkpoints import load_original_checkpoint, resolve_checkpoint_path
 from bert_tf.config import BertConfig
+from bert_tf.data.conll import OUTSIDE
 from bert_tf.encoder import BertModel
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
-from bert_tf.serving_inputs import ServingInputs, _row_sums
+from bert_tf.serving_inputs import ServingInputs
+from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+                                     word_pieces)
 from bert_tf.squad_predictions import NO_ANSWER_NULL_ODDS
 
 TASKS = ("classifier", "features", "tagging", "squad")
@@ -145,7 +149,15 @@ class FeaturesExport(tf.Module):
 
 
 class TaggingExport(tf.Module):
-    """`serving_default`: texts -> one tag per whitespace word (the tag of its first piece)."""
+    """`serving_default`: texts -> one tag per whitespace word, as run_tagging.py predicts.
+
+    Every text is cut into windows (`ServingInputs.words`: bert_tf.data.conll's
+    `sentence_windows`, max_seq_length - 2 pieces advancing by min(that, doc_stride)), the model
+    runs on all windows of the batch, and each word gets the tag of its first piece in the
+    window where that piece has the most context (ties to the earlier window), so no word is
+    cut. A word without pieces (only characters the tokenizer removes) gets "O", as
+    `bert_tf.data.conll.word_predictions`.
+    """
 
     def __init__(self, model, inputs, labels):
         super().__init__(name="tagging_export")
@@ -155,19 +167,21 @@ class TaggingExport(tf.Module):
 
     @tf.function(input_signature=[_STRING], autograph=False)
     def serve(self, text):
-        """text: string [N] -> tags string [N, W], num_words int32 [N]."""
-        features = self.inputs.words(text)
-        logits = self.model(features, training=False)["logits"]
-        tag_ids = _first_argmax(logits)  # [N, S]
-        # Scattered by word index, so a word without pieces keeps its place (tag "").
-        firsts = tf.where(features["first_piece"] > 0)  # [M, 2]: example, position
-        word = tf.cast(tf.gather_nd(features["word_ids"], firsts), tf.int64)
-        num_words = features["num_words"]
+        """text: string [N] -> tags string [N, W] (W = the most words of a text; "" past a
+        text's words), num_words int32 [N]."""
+        windows = self.inputs.words(text)
+        features = {name: windows[name] for name in ("input_ids", "input_mask", "segment_ids")}
+        logits = self.model(features, training=False)["logits"]  # [K, S, C]
+        tag_ids = _first_argmax(logits)  # [K, S]
+        tagged = tf.where(windows["tag_position"] > 0)  # [M, 2]: window, position
+        text_index = tf.gather(windows["text_index"], tagged[:, 0])
+        word = tf.gather_nd(windows["word_ids"], tagged)
+        num_words = windows["num_words"]
         width = tf.reduce_max(tf.concat([num_words, [0]], 0))
+        untagged = tf.where(tf.sequence_mask(num_words, width), OUTSIDE, "")
         tags = tf.tensor_scatter_nd_update(
-            tf.fill(tf.stack([tf.size(num_words), width]), ""),
-            tf.stack([firsts[:, 0], word], axis=1),
-            tf.gather(self.labels, tf.gather_nd(tag_ids, firsts)))
+            untagged, tf.cast(tf.stack([text_index, word], axis=1), tf.int64),
+            tf.gather(self.labels, tf.gather_nd(tag_ids, tagged)))
         return {"tags": tags, "num_words": num_words}
 
     def signatures(self):
@@ -237,36 +251,20 @@ class SquadExport(tf.Module):
         seq_length = self.inputs.max_seq_length
         tokenizer = self.inputs.tokenizer
         query = tokenizer(question)[:, :self.max_query_length]  # ragged int64 [N, None]
-        words = tf.strings.split(
-            tf.strings.regex_replace(context, _SQUAD_SEPARATORS, " "), sep=" ")
-        words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
-        word_pieces = tokenizer(words.flat_values)
-        pieces_per_word = word_pieces.row_lengths()
-        doc = tf.RaggedTensor.from_row_lengths(
-            word_pieces.flat_values, _row_sums(pieces_per_word, words.row_splits))
-        word_of_piece = tf.repeat(
-            tf.range(tf.size(pieces_per_word, out_type=tf.int64))
-            - tf.gather(words.row_splits, words.value_rowids()), pieces_per_word)
+        words = split_words(context, _SQUAD_SEPARATORS)
+        doc, word_of_piece, _ = word_pieces(tokenizer, words)
 
         query_length = query.row_lengths()
         max_tokens = seq_length - query_length - 3  # >= 1, checked by the exporter
         num_tokens = doc.row_lengths()
-        step = tf.minimum(max_tokens, self.doc_stride)
-        extra = tf.maximum(num_tokens - max_tokens, 0)
-        num_windows = tf.where(num_tokens > 0, 1 + (extra + step - 1) // step, 0)
-        window_index = tf.ragged.range(num_windows)
-        example = window_index.value_rowids()  # [W]
-        start = window_index.flat_values * tf.gather(step, example)
-        length = tf.minimum(tf.gather(num_tokens, example) - start, tf.gather(max_tokens, example))
-        doc_positions = tf.ragged.range(start, start + length) + tf.gather(
-            doc.row_splits[:-1], example)[:, None]
+        example, _, start, length = window_spans(num_tokens, max_tokens, self.doc_stride)
         window_query = tf.gather(query, example)
         ones = tf.ones_like(example)
         ids = tf.concat([
             tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._cls_id), ones),
             window_query,
             tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._sep_id), ones),
-            tf.gather(doc.flat_values, doc_positions),
+            tf.gather(doc.flat_values, window_pieces(doc, example, start, length)),
             tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._sep_id), ones),
         ], axis=1)
         offset = tf.gather(query_length, example) + 2  # model position of the first doc piece
@@ -278,22 +276,9 @@ class SquadExport(tf.Module):
             "input_mask": tf.ones_like(ids, tf.int32).to_tensor(0, shape=shape),
             "segment_ids": tf.cast(in_doc | (positions == (offset + length)[:, None]), tf.int32),
         }
-
-        # Max context: window k' scores doc piece t by min(t - start, end - t) + 0.01 * length;
-        # the first window with the largest score wins (a later one must score strictly more).
-        padded_start = window_index.with_flat_values(start).to_tensor(0)  # [N, K]
-        padded_length = window_index.with_flat_values(length).to_tensor(0)
-        other_start = tf.gather(padded_start, example)[:, None, :]  # [W, 1, K]
-        other_length = tf.gather(padded_length, example)[:, None, :]
-        piece = start[:, None, None] + positions[:, :, None] - offset[:, None, None]  # [W, S, 1]
-        other_end = other_start + other_length - 1
-        score = (tf.cast(tf.minimum(piece - other_start, other_end - piece), tf.float64)
-                 + 0.01 * tf.cast(other_length, tf.float64))
-        covered = (piece >= other_start) & (piece <= other_end) & (other_length > 0)
-        score = tf.where(covered, score, tf.constant(-1e300, tf.float64))
-        max_context = tf.equal(_first_argmax(score), window_index.flat_values[:, None])
-        valid_start = in_doc & max_context
-        doc_piece = tf.clip_by_value(start[:, None] + positions - offset[:, None], 0, tf.maximum(
+        piece = start[:, None] + positions - offset[:, None]  # [W, S], within the document
+        valid_start = max_context(example, start, length, piece)
+        doc_piece = tf.clip_by_value(piece, 0, tf.maximum(
             tf.gather(num_tokens, example)[:, None] - 1, 0))
         word_of_position = tf.gather(
             word_of_piece, tf.gather(doc.row_splits[:-1], example)[:, None] + doc_piece)
@@ -503,11 +488,13 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ExportError(f"--max_seq_length={max_seq_length}: expected 3 to "
                           f"max_position_embeddings={config.max_position_embeddings}")
+    if task in ("squad", "tagging") and doc_stride <= 0:
+        raise ExportError(f"--doc_stride={doc_stride}: expected a positive number")
     if task == "squad":
         if max_seq_length <= max_query_length + 3:
             raise ExportError(f"--max_seq_length={max_seq_length} must be greater than "
                               f"--max_query_length={max_query_length} + 3")
-        for name, value in (("doc_stride", doc_stride), ("n_best_size", n_best_size),
+        for name, value in (("n_best_size", n_best_size),
                             ("max_answer_length", max_answer_length)):
             if value <= 0:
                 raise ExportError(f"--{name}={value}: expected a positive number")
@@ -517,7 +504,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         raise ExportError(f"--vocab_file={vocab_file}: no such file")
     vocab = tokenization.load_vocab(vocab_file)
     try:
-        inputs = ServingInputs(vocab, do_lower_case, max_seq_length, tokenizer=tokenizer)
+        inputs = ServingInputs(vocab, do_lower_case, max_seq_length, doc_stride,
+                               tokenizer=tokenizer)
     except ValueError as e:
         raise ExportError(f"--vocab_file={vocab_file}: {e}") from None
     hidden = config.hidden_size
@@ -535,7 +523,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         info["labels"] = list(labels)
     elif task == "tagging":
         module = TaggingExport(model, inputs, labels)
-        info["labels"] = list(labels)
+        info.update(labels=list(labels), doc_stride=doc_stride)
     elif task == "features":
         try:
             indexes = parse_layer_indexes(layers, config.num_hidden_layers)
@@ -584,7 +572,8 @@ def _define_flags():
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")
-    flags.DEFINE_integer("doc_stride", 128, "SQuAD: window stride in pieces.")
+    flags.DEFINE_integer("doc_stride", 128, "SQuAD and tagging: pieces between the starts of "
+                         "a text's windows.")
     flags.DEFINE_integer("max_query_length", 64, "SQuAD: question pieces kept.")
     flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer in pieces.")
     flags.DEFINE_integer("n_best_size", 20, "SQuAD: start/end candidates per window.")

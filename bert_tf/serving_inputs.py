@@ -12,16 +12,22 @@ Functions (all tf.function with fixed signatures, so they export as SavedModel s
   pairs(text_a [N], text_b [N])   -> dict of int32 [N, max_seq_length]: input_ids, input_mask,
                                      segment_ids;
   single(text_a [N])              -> the same for single texts;
-  words(text_a [N])               -> the same plus word_ids int32 [N, max_seq_length] (index of
-                                     the whitespace-separated word each piece comes from, -1 for
-                                     [CLS], [SEP] and padding), first_piece int32 (1 on the
-                                     first piece of each word) and num_words int32 [N]: for
-                                     token classification, to give one tag per word.
+  words(text_a [N])               -> the windows of every text, for token classification
+                                     (one tag per whitespace word), K windows in all, in text
+                                     order: input_ids, input_mask, segment_ids, word_ids (index
+                                     within its text of the word each piece comes from, -1 for
+                                     [CLS], [SEP] and padding) and tag_position (1 where the
+                                     window's prediction is the tag of that word) int32
+                                     [K, max_seq_length]; text_index int32 [K] (the text of
+                                     each window); num_words int32 [N].
 Words are the original BasicTokenizer's whitespace-separated words: control and format
 characters (which its cleaning drops) are removed first, then the text is split at its
 whitespace (`str.isspace` or category Zs), so tokenizing word by word gives exactly the pieces of
-the whole text; for ordinary text these are the words of `str.split()`. A word whose pieces do
-not fit in max_seq_length - 2 is cut, and later words get no position.
+the whole text; for ordinary text these are the words of `str.split()`. The windows are
+`bert_tf.data.conll.sentence_windows`' (run_tagging.py's): `[CLS] pieces [SEP]`, segment 0,
+max_seq_length - 2 pieces advancing by min(that, doc_stride) (`bert_tf.serving_windows`), one
+empty window for a text without pieces; a word's tag position is its first piece in the window
+where that piece has the most context. A word without pieces has no tag position.
 """
 
 import tensorflow as tf
@@ -29,6 +35,8 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN
 from bert_tf.fast_tokenization import TokenizerModule
+from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+                                     word_pieces)
 
 
 def truncated_lengths(len_a, len_b, max_length):
@@ -103,18 +111,22 @@ class ServingInputs(tf.Module):
         [CLS], [SEP] and [UNK].
       do_lower_case: as for FullTokenizer.
       max_seq_length: positions per example (>= 3).
+      doc_stride: pieces between the starts of a text's windows in `words` (>= 1).
       tokenizer: an existing TokenizerModule for `vocab` (building one takes seconds).
     """
 
-    def __init__(self, vocab, do_lower_case=True, max_seq_length=128, tokenizer=None,
-                 name="serving_inputs"):
+    def __init__(self, vocab, do_lower_case=True, max_seq_length=128, doc_stride=128,
+                 tokenizer=None, name="serving_inputs"):
         super().__init__(name=name)
         missing = [t for t in (CLS_TOKEN, SEP_TOKEN) if t not in vocab]
         if missing:
             raise ValueError(f"ServingInputs: the vocab has no {' or '.join(missing)} entry")
         if max_seq_length < 3:
             raise ValueError(f"ServingInputs: max_seq_length={max_seq_length}, must be >= 3")
+        if doc_stride < 1:
+            raise ValueError(f"ServingInputs: doc_stride={doc_stride}, must be >= 1")
         self.max_seq_length = int(max_seq_length)
+        self.doc_stride = int(doc_stride)
         self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case)
         self._cls_id = int(vocab[CLS_TOKEN])
         self._sep_id = int(vocab[SEP_TOKEN])
@@ -158,45 +170,46 @@ class ServingInputs(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def words(self, text_a):
-        """text_a: tf.string [N] -> the `single` dict plus word_ids, first_piece
-        (int32 [N, max_seq_length]) and num_words (int32 [N])."""
+        """text_a: tf.string [N] -> dict: input_ids, input_mask, segment_ids, word_ids,
+        tag_position int32 [K, max_seq_length], text_index int32 [K], num_words int32 [N]
+        (K windows in all; see module docstring)."""
         # The words of the original's whitespace split: cleaning drops control characters
-        # (so they join their neighbours) and turns its whitespace into spaces.
-        cleaned = tf.strings.regex_replace(text_a, self._removed, "")
-        spaced = tf.strings.regex_replace(cleaned, self._separators, " ")
-        words = tf.strings.split(spaced, sep=" ")
-        words = tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
-        word_pieces = self.tokenizer(words.flat_values)  # [total words, None]
-        pieces_per_word = word_pieces.row_lengths()
-        ids = tf.RaggedTensor.from_row_lengths(
-            word_pieces.flat_values, _row_sums(pieces_per_word, words.row_splits))
-        word_index = tf.repeat(
-            tf.range(tf.size(pieces_per_word, out_type=tf.int64))
-            - tf.gather(words.row_splits, words.value_rowids()), pieces_per_word)
-        starts = tf.repeat(tf.cumsum(pieces_per_word, exclusive=True), pieces_per_word)
-        is_first = tf.equal(tf.range(tf.size(word_index, out_type=tf.int64)), starts)
-        features = self._layout(ids, _empty_rows(ids.nrows()))
-        keep = tf.minimum(ids.row_lengths(), self.max_seq_length - 2)
-        n = tf.shape(text_a, out_type=tf.int64)[0]
-        minus_one = _filled(tf.ones([n], tf.int64), -1, tf.int32)
-        shape = [None, self.max_seq_length]
-        per_piece = ids.with_flat_values(tf.cast(word_index, tf.int32))
-        firsts = ids.with_flat_values(tf.cast(is_first, tf.int32))
-        features["word_ids"] = tf.concat(
-            [minus_one, _prefix(per_piece, keep), minus_one], axis=1).to_tensor(-1, shape=shape)
-        features["first_piece"] = tf.concat(
-            [minus_one * 0, _prefix(firsts, keep), minus_one * 0], axis=1).to_tensor(
-                0, shape=shape)
-        features["num_words"] = tf.cast(words.row_lengths(), tf.int32)
-        return features
+        # (so they join their neighbours) and its whitespace separates words.
+        words = split_words(tf.strings.regex_replace(text_a, self._removed, ""),
+                            self._separators)
+        pieces, word_of_piece, is_first = word_pieces(self.tokenizer, words)
+        seq_length = self.max_seq_length
+        example, _, start, length = window_spans(
+            pieces.row_lengths(), seq_length - 2, self.doc_stride, empty_window=True)
+        held = window_pieces(pieces, example, start, length)  # [K, None]
+        ones = tf.ones_like(example)
+
+        def framed(inner, first, last):
+            """[first] inner [last] in every row."""
+            dtype = inner.dtype
+            return tf.concat([_filled(ones, first, dtype), inner, _filled(ones, last, dtype)],
+                             axis=1)
+
+        ids = framed(tf.gather(pieces.flat_values, held), self._cls_id, self._sep_id)
+        word_ids = framed(tf.cast(tf.gather(word_of_piece, held), tf.int32), -1, -1)
+        firsts = framed(tf.gather(is_first, held), False, False)
+        position = tf.range(seq_length, dtype=tf.int64)[None, :]
+        # Position p of a window holds its piece start + p - 1 ([CLS] comes first).
+        chosen = max_context(example, start, length, start[:, None] + position - 1)
+        shape = [None, seq_length]
+        input_ids = tf.cast(ids.to_tensor(0, shape=shape), tf.int32)
+        return {
+            "input_ids": input_ids,
+            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(0, shape=shape),
+            "segment_ids": tf.zeros_like(input_ids),
+            "word_ids": word_ids.to_tensor(-1, shape=shape),
+            "tag_position": tf.cast(firsts.to_tensor(False, shape=shape) & chosen, tf.int32),
+            "text_index": tf.cast(example, tf.int32),
+            "num_words": tf.cast(words.row_lengths(), tf.int32),
+        }
 
 
 def _empty_rows(n):
     """A ragged int64 [n, None] with empty rows (no text b)."""
     return tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int64), tf.zeros([n], tf.int64))
 
-
-def _row_sums(values, row_splits):
-    """Sum of `values` [M] within each row of `row_splits` [N + 1] -> [N]."""
-    totals = tf.concat([[0], tf.cumsum(values)], 0)
-    return tf.gather(totals, row_splits[1:]) - tf.gather(totals, row_splits[:-1])

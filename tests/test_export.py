@@ -18,6 +18,7 @@ import tensorflow as tf
 from bert_tf import export, predict
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
 from bert_tf.config import BertConfig
+from bert_tf.data.conll import Sentence, sentence_windows, word_predictions
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.data.squad import SquadExample, convert_examples_to_features, split_context
 from bert_tf.fast_tokenization import TokenizerModule
@@ -36,7 +37,18 @@ LABELS = ["neg", "pos", "mixed"]
 TAGS = ["O", "B-PER", "I-PER", "B-LOC"]
 LAYERS = "-1,0"
 SQUAD = dict(max_query_length=6, doc_stride=5, n_best_size=4, max_answer_length=6)
-V2_THRESHOLD = -0.3
+V2_THRESHOLD = -0.3  # SQuAD 2.0: gives both "" and answers with the squad model below
+# Tagging windows of 10 pieces advancing by 4, so long texts get overlapping windows.
+TAGGING = dict(max_seq_length=12, doc_stride=4)
+TAGGING_TEXTS = [
+    "the man went to the store and he bought a gallon of milk , then went home .",
+    "pneumonoultramicroscopicsilicovolcanoconiosis is a word longer than a window",
+    "word",
+    "",
+    "b \u0301 c \u0301",  # a lone combining accent is a word without pieces
+    "Unbelievable café, naïve!",
+    "a " * 30,
+]
 TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " * 40,
            "Unbelievable café, naïve!"]
 TEXTS_B = ["it was closed", "", "penguins are flightless birds", "b \u0301 c", "x\u00a0y"]
@@ -91,9 +103,11 @@ def exports(golden, tables, tmp_path_factory):
         load_original_checkpoint(model, checkpoint)
         prefix = save_original_checkpoint(model, root / f"{task}_ckpt" / "model.ckpt")
         labels = {"classifier": LABELS, "tagging": TAGS}.get(task)
+        options = dict(max_seq_length=MAX_SEQ_LENGTH, **SQUAD)
+        options.update(TAGGING if task == "tagging" else {})
         module, info = export.build_export(
-            task, config, prefix, vocab_file, True, MAX_SEQ_LENGTH, labels, LAYERS,
-            tokenizer=tables, **SQUAD)
+            task, config, prefix, vocab_file, True, labels=labels, layers=LAYERS,
+            tokenizer=tables, **options)
         built[task] = (model, export.save_export(module, info, root / task))
     return built
 
@@ -112,11 +126,12 @@ def served(exports, tmp_path_factory):
     calls = {
         "classifier": {"text_a": TEXTS_A, "text_b": TEXTS_B},
         "features": {"text_a": TEXTS_A, "text_b": TEXTS_B},
-        "tagging": {"text": TEXTS_A + TEXTS_B},
+        "tagging": {"text": TAGGING_TEXTS},
         "squad": {"question": SQUAD_QUESTIONS, "context": SQUAD_CONTEXTS},
     }
     jobs = {task: (str(exports[task][1]), kwargs) for task, kwargs in calls.items()}
     jobs["classifier_single"] = (str(exports["classifier"][1]), {"text_a": TEXTS_A})
+    jobs["tagging_no_pieces"] = (str(exports["tagging"][1]), {"text": ["", "\u0301 \t"]})
     jobs["squad_no_window"] = (str(exports["squad"][1]), {"question": ["q", "r"],
                                                           "context": ["", " \t "]})
     script = f"""
@@ -169,31 +184,31 @@ def test_features_equal_python(exports, served, golden):
     np.testing.assert_allclose(got["layers"], expected, atol=1e-5, rtol=0)
 
 
-def test_tagging_gives_the_tag_of_each_words_first_piece(exports, served, golden):
+def test_tagging_equals_run_taggings_windows(exports, served, golden):
     tokenizer = golden[3]
-    model = exports["tagging"][0]
-    texts = TEXTS_A + TEXTS_B
+    model, export_dir = exports["tagging"]
+    sentences, windows = [], []
+    for i, text in enumerate(TAGGING_TEXTS):
+        sentences.append(Sentence(text.split(), None, [], 0))
+        windows += sentence_windows(sentences[-1].words, None, tokenizer,
+                                    TAGGING["max_seq_length"], TAGGING["doc_stride"], i)
+    pieces = [len(tokenizer.tokenize(w)) for s in sentences for w in s.words]
+    assert max(pieces) > TAGGING["max_seq_length"] - 2  # a word longer than a window
+    assert max(w.window_index for w in windows) >= 3  # overlapping windows
+    features = {name: tf.constant([getattr(w, name) for w in windows], tf.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+    predictions = model(features)["logits"].numpy().argmax(-1)
+    expected = word_predictions(sentences, windows, predictions, TAGS)
     got = served["tagging"]
-    for i, text in enumerate(texts):
-        words = text.split()
-        tokens, firsts = ["[CLS]"], []
-        for word in words:
-            pieces = tokenizer.tokenize(word)
-            # A word keeps its tag when its first piece has a position.
-            firsts.append(len(tokens) if pieces and len(tokens) < MAX_SEQ_LENGTH - 1 else None)
-            tokens += pieces
-        tokens = tokens[:MAX_SEQ_LENGTH - 1] + ["[SEP]"]
-        ids = tokenizer.convert_tokens_to_ids(tokens)
-        features = {"input_ids": [pad_to(ids, MAX_SEQ_LENGTH)],
-                    "input_mask": [pad_to([1] * len(ids), MAX_SEQ_LENGTH)],
-                    "segment_ids": [[0] * MAX_SEQ_LENGTH]}
-        logits = model({k: tf.constant(v) for k, v in features.items()})["logits"].numpy()[0]
-        tags = ["" if p is None else TAGS[logits[p].argmax()] for p in firsts]
-        assert got["num_words"][i] == len(words), text
-        width = len(got["tags"][i])
-        assert got["tags"][i] == tags + [""] * (width - len(tags)), text
-    # "a " * 40 has more words than positions: the cut words get "".
-    assert got["num_words"][3] == 40 and got["tags"][3][MAX_SEQ_LENGTH - 2:] == [""] * 18
+    assert got["num_words"] == [len(s.words) for s in sentences]
+    width = max(got["num_words"])
+    assert got["tags"] == [tags + [""] * (width - len(tags)) for tags in expected]
+    assert expected[4][1] == expected[4][3] == "O"  # the words without pieces
+    assert served["tagging_no_pieces"] == {"tags": [[""], ["O"]], "num_words": [0, 1]}
+    with open(os.path.join(export_dir, export.EXPORT_INFO_FILE)) as f:
+        info = json.load(f)
+    assert (info["max_seq_length"], info["doc_stride"]) == (
+        TAGGING["max_seq_length"], TAGGING["doc_stride"])
 
 
 @pytest.fixture(scope="module")
@@ -328,6 +343,9 @@ def test_bad_flags_are_clear_errors(golden, tmp_path):
         export.build_export("features", config, checkpoint, vocab_file, max_seq_length=128)
     with pytest.raises(export.ExportError, match="max_query_length=64"):
         export.build_export("squad", config, checkpoint, vocab_file, max_seq_length=40)
+    with pytest.raises(export.ExportError, match="--doc_stride=0: expected a positive"):
+        export.build_export("tagging", config, checkpoint, vocab_file, max_seq_length=32,
+                            labels=TAGS, doc_stride=0)
     with pytest.raises(export.ExportError, match="no --labels given"):
         export.read_labels(None, str(tmp_path / "model.ckpt"))
     (tmp_path / "task.json").write_text(json.dumps({"labels": ["a", "b"]}))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.data.conll import sentence_windows
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.serving_inputs import ServingInputs, truncated_lengths
 from bert_tf.tokenization import BasicTokenizer, FullTokenizer
@@ -115,25 +116,23 @@ def test_single_equals_python(serving, tokenizer):
 
 
 @pytest.mark.slow
-def test_words_give_the_word_of_every_piece(serving, tokenizer):
-    got = serving.words(tf.constant(TEXTS_A))
-    single = serving.single(tf.constant(TEXTS_A))
-    for name in ("input_ids", "input_mask", "segment_ids"):
-        np.testing.assert_array_equal(got[name].numpy(), single[name].numpy())
+def test_words_give_run_taggings_windows(serving, tokenizer):
+    # 8 pieces per window advancing by 3: long texts get overlapping windows.
+    windowed = ServingInputs(tokenizer.vocab, max_seq_length=10, doc_stride=3,
+                             tokenizer=serving.tokenizer)
+    texts = TEXTS_A + ["pneumonoultramicroscopicsilicovolcanoconiosis", "\u0301 a \u0301"]
+    got = {k: v.numpy().tolist() for k, v in windowed.words(tf.constant(texts)).items()}
     basic = BasicTokenizer()
-    for i, text in enumerate(TEXTS_A):
+    expected = []
+    for i, text in enumerate(texts):
         words = basic._clean_text(text).split()  # whitespace words of the cleaned text
-        word_ids, first = [-1], [0]
-        for w, word in enumerate(words):
-            pieces = tokenizer.tokenize(word)
-            word_ids += [w] * len(pieces)
-            first += [1] + [0] * (len(pieces) - 1)
-        word_ids = word_ids[:MAX_SEQ_LENGTH - 1] + [-1]
-        first = first[:MAX_SEQ_LENGTH - 1] + [0]
-        assert got["word_ids"].numpy()[i].tolist() == word_ids + [-1] * (
-            MAX_SEQ_LENGTH - len(word_ids)), text
-        assert got["first_piece"].numpy()[i].tolist() == pad_to(first, MAX_SEQ_LENGTH), text
-        assert got["num_words"].numpy()[i] == len(words)
+        assert got["num_words"][i] == len(words), text
+        expected += sentence_windows(words, None, tokenizer, 10, 3, sentence_index=i)
+    assert max(w.window_index for w in expected) >= 3
+    assert got["text_index"] == [w.sentence_index for w in expected]
+    for name in ("input_ids", "input_mask", "segment_ids", "word_ids"):
+        assert got[name] == [getattr(w, name) for w in expected], name
+    assert got["tag_position"] == [[int(x) for x in w.label_weights] for w in expected]
 
 
 def test_vocab_without_cls_is_an_error():
