@@ -58,6 +58,8 @@ from bert_tf.squad_predictions import NO_ANSWER_NULL_ODDS
 
 TASKS = ("classifier", "features", "tagging", "squad")
 EXPORT_INFO_FILE = "bert_tf_export.json"
+# The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
+DEFAULT_DOC_STRIDE = {"squad": 128, "tagging": 64}
 # run_squad.py's word split: runs of characters other than space, tab, CR, LF and U+202F.
 _SQUAD_SEPARATORS = "[ \\t\\r\\n\\x{202f}]+"
 _STRING = tf.TensorSpec([None], tf.string)
@@ -465,7 +467,7 @@ def read_labels(labels_flag, checkpoint):
 
 
 def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_seq_length=128,
-                 labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=128,
+                 labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=None,
                  n_best_size=20, max_answer_length=30, tokenizer=None,
                  version_2_with_negative=False, null_score_diff_threshold=0.0):
     """The export module of `task` with the checkpoint's weights.
@@ -477,7 +479,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       vocab_file, do_lower_case: the tokenizer's.
       labels: list of label names (classifier, tagging).
       layers: "-1,-2" etc. (features).
-      max_query_length, doc_stride, n_best_size, max_answer_length, version_2_with_negative,
+      doc_stride: pieces between window starts (squad, tagging); None: the script's default
+        (run_squad.py 128, run_tagging.py 64).
+      max_query_length, n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold: SQuAD, run_squad.py's flags.
       tokenizer: an existing `TokenizerModule` for the vocab (building one takes seconds).
     Returns:
@@ -488,6 +492,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ExportError(f"--max_seq_length={max_seq_length}: expected 3 to "
                           f"max_position_embeddings={config.max_position_embeddings}")
+    if doc_stride is None:
+        doc_stride = DEFAULT_DOC_STRIDE.get(task, 128)
     if task in ("squad", "tagging") and doc_stride <= 0:
         raise ExportError(f"--doc_stride={doc_stride}: expected a positive number")
     if task == "squad":
@@ -572,8 +578,8 @@ def _define_flags():
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")
-    flags.DEFINE_integer("doc_stride", 128, "SQuAD and tagging: pieces between the starts of "
-                         "a text's windows.")
+    flags.DEFINE_integer("doc_stride", None, "SQuAD and tagging: pieces between the starts of "
+                         "a text's windows; default: run_squad.py's 128, run_tagging.py's 64.")
     flags.DEFINE_integer("max_query_length", 64, "SQuAD: question pieces kept.")
     flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer in pieces.")
     flags.DEFINE_integer("n_best_size", 20, "SQuAD: start/end candidates per window.")

@@ -354,6 +354,19 @@ def test_bad_flags_are_clear_errors(golden, tmp_path):
     assert export.read_labels("x, y", None) == ["x", "y"]
 
 
+def test_doc_stride_defaults_to_the_training_scripts(golden, tables, exports):
+    """Without --doc_stride a tagging export windows as run_tagging.py (64), SQuAD as
+    run_squad.py (128), so its answers are the evaluation's."""
+    config, _, vocab_file, _ = golden
+    for task, labels, stride in (("tagging", TAGS, 64), ("squad", None, 128)):
+        checkpoint = str(exports[task][1].parent / f"{task}_ckpt" / "model.ckpt")
+        module, info = export.build_export(task, config, checkpoint, vocab_file,
+                                           max_seq_length=MAX_SEQ_LENGTH, labels=labels,
+                                           max_query_length=6, tokenizer=tables)
+        assert info["doc_stride"] == stride
+        assert (module.inputs.doc_stride if task == "tagging" else module.doc_stride) == stride
+
+
 def _predict(export_dir, stdin, *args):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(export.__file__)))
     env = {**os.environ, "PYTHONPATH": repo, "TF_CPP_MIN_LOG_LEVEL": "2"}
