@@ -77,6 +77,12 @@ _BATCH_TEXTS = 2048
 def _import_tf():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
+
+    return tf
+
+
+def _import_tf_text():
+    tf = _import_tf()
     import tensorflow_text as tf_text
 
     return tf, tf_text
@@ -200,7 +206,7 @@ def e2e_char_kinds():
     (_SPLIT_AS_PUNCTUATION), [1, 1] when c separates words and is dropped (_SPLIT_AS_SPACE);
     anything else is _SPLIT_OTHERWISE.
     """
-    tf, tf_text = _import_tf()
+    tf, tf_text = _import_tf_text()
     probe = tf_text.FastWordpieceTokenizer(
         vocab=["[UNK]", "a", "##a"], suffix_indicator="##", token_out_type=tf.int32,
         unknown_token="[UNK]", no_pretokenization=False)
@@ -318,8 +324,35 @@ def _fast_wordpiece_vocab(vocab, unk_token=tokenization.UNK_TOKEN):
     return tokens
 
 
+def core_wordpiece_tables(vocab):
+    """What the core-op WordPiece looks pieces up in.
+
+    Args:
+      vocab: dict token -> id.
+    Returns:
+      (first, continuation, longest): dict piece -> id for a word's first piece (every entry,
+      as the original looks a first piece up in the whole vocab), dict piece -> id for the
+      later pieces (the entries "##" + piece), and the longest piece in code points that the
+      original can ever emit (longer substrings cannot match an emit-able entry).
+    """
+    first = {token: int(index) for token, index in vocab.items()}
+    continuation = {token[2:]: int(index) for token, index in vocab.items()
+                    if token.startswith("##") and len(token) > 2}
+    longest = max((len(token[2:] if token.startswith("##") else token)
+                   for token in vocab if can_be_emitted(token)), default=1)
+    return first, continuation, longest
+
+
 def _make_module_class():
-    tf, tf_text = _import_tf()
+    tf = _import_tf()
+
+    def _string_table(mapping):
+        keys = list(mapping)
+        return tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(keys, tf.string),
+                tf.constant([mapping[k] for k in keys], tf.int64)),
+            default_value=-1)
 
     class TokenizerModule(tf.Module):
         """In-graph tokenizer: tf.string [N] -> tf.RaggedTensor int64 ids [N, None].
@@ -328,11 +361,17 @@ def _make_module_class():
         self-contained. `__call__` raises InvalidArgumentError on a text it cannot tokenize
         exactly (see the module docstring: 2+ reorderable combining marks); use
         `tokenize_with_check` to get a per-text flag instead.
+
+        With `core_ops=True` (the default) the graph holds only core TensorFlow ops (WordPiece
+        by hash-table lookups, see `_wordpiece_core`): a SavedModel of it needs only
+        `tensorflow`. With `core_ops=False` WordPiece is tensorflow-text's
+        FastWordpieceTokenizer (faster; the SavedModel then needs `tensorflow_text` imported),
+        as `FastTokenizer` uses it. Both give FullTokenizer's ids.
         """
 
         def __init__(self, vocab, do_lower_case=True, unk_token=tokenization.UNK_TOKEN,
                      max_input_chars_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD,
-                     ascii_lane=True, name="bert_tokenizer"):
+                     ascii_lane=True, core_ops=True, name="bert_tokenizer"):
             super().__init__(name=name)
             if unk_token not in vocab:
                 raise tokenization.VocabError(
@@ -341,8 +380,21 @@ def _make_module_class():
             self.do_lower_case = bool(do_lower_case)
             self.unk_token = unk_token
             self.max_input_chars_per_word = int(max_input_chars_per_word)
+            self.core_ops = bool(core_ops)
             self._out_padded = tf.constant(_padded_table(tables))
             self._case_class = tf.constant(tables["case_class"])
+            if self.core_ops:
+                first, continuation, longest = core_wordpiece_tables(vocab)
+                self._first_pieces = _string_table(first)
+                self._continuation_pieces = _string_table(continuation)
+                self._longest_piece = min(longest, self.max_input_chars_per_word)
+                self._unk_id = int(vocab[unk_token])
+                # Only the reordering bit: the words are split on spaces here.
+                self._flags = tf.constant(
+                    _char_flags(tables, np.zeros(MAX_CODE_POINT + 2, np.int32)))
+                self._ascii_end_to_end = None
+                return
+            _, tf_text = _import_tf_text()
             if ascii_lane and ascii_lane_is_exact():
                 self._ascii_end_to_end = tf_text.FastWordpieceTokenizer(
                     vocab=_fast_wordpiece_vocab(vocab, unk_token), suffix_indicator="##",
@@ -419,6 +471,8 @@ def _make_module_class():
                 tf.bitwise.bitwise_and(flagged_values, 1), flagged_rows, n) > 0
             inexact = tf.math.unsorted_segment_sum(
                 tf.bitwise.right_shift(flagged_values, 1), flagged_rows, n) >= 2
+            if self.core_ops:  # splits on spaces and limits word lengths itself
+                return normalized, tf.zeros([n], tf.bool), inexact
             # Texts tensorflow-text's own word splitting would treat differently, or with a word
             # over the length limit, take the split-then-WordPiece path.
             # Longest run without a space over the concatenated texts bounds every word's length
@@ -460,6 +514,123 @@ def _make_module_class():
                           lambda: self._end_to_end.tokenize(normalized))
             return ids, inexact
 
+        def _wordpiece_step(self, words, bounds, base, word, start, table):
+            """The longest piece of each word `word` [A] at code point `start` [A].
+
+            words: tf.string [M]; bounds: int64 byte offset of every code point of every word
+            plus each word's end, flat; base: int64 [M] index in `bounds` of each word's first
+            code point. Returns (length [A] int64, 0 if no piece matches; id [A] int64).
+            """
+            n_chars = tf.gather(base, word + 1) - tf.gather(base, word) - 1
+            left = n_chars - start
+
+            def piece(k, rows):
+                """The pieces of length k [C] of rows [C] of the active words (bytes)."""
+                at = tf.gather(base, tf.gather(word, rows)) + tf.gather(start, rows)
+                begin = tf.gather(bounds, at)
+                return tf.strings.substr(tf.gather(words, tf.gather(word, rows)), begin,
+                                         tf.gather(bounds, at + k) - begin)
+
+            # Most words (and rests of words) are a vocab entry: one lookup of the whole rest.
+            rows = tf.range(tf.size(word, out_type=tf.int64))
+            whole_id = table.lookup(piece(left, rows))
+            whole = (whole_id >= 0) & (left <= self._longest_piece)
+            # The others: every length up to the longest vocab piece, the longest found wins.
+            others = tf.where(tf.logical_not(whole))[:, 0]
+            counts = tf.minimum(tf.gather(left, others) - 1, self._longest_piece)
+            lengths = tf.ragged.range(1, counts + 1, dtype=tf.int64)
+            k = lengths.flat_values
+            cand_rows = tf.gather(others, lengths.value_rowids())
+            cand_id = table.lookup(piece(k, cand_rows))
+            best = tf.math.unsorted_segment_max(
+                tf.where(cand_id >= 0, k, tf.zeros_like(k)), lengths.value_rowids(),
+                tf.size(others))
+            best = tf.maximum(best, 0)  # empty segments give the dtype's minimum
+            # Lengths of a row are 1, 2, ... in order: the best one sits at row start + best - 1;
+            # rows without a match read the -1 appended at the end.
+            best_id = tf.gather(tf.concat([cand_id, [-1]], 0),
+                                tf.where(best > 0, lengths.row_splits[:-1] + best - 1,
+                                         tf.size(cand_id, out_type=tf.int64)))
+            length = tf.tensor_scatter_nd_update(
+                tf.where(whole, left, tf.zeros_like(left)), others[:, None], best)
+            piece_id = tf.tensor_scatter_nd_update(whole_id, others[:, None], best_id)
+            return length, piece_id
+
+        def _wordpiece_core(self, normalized):
+            """WordPiece in core TensorFlow ops: normalized [N] (words separated by spaces)
+            -> ids RaggedTensor int64 [N, None], as the original: greedy longest match first,
+            "##" before every piece but a word's first, a word it cannot cover entirely or of
+            more than max_input_chars_per_word code points -> the unknown token alone.
+
+            All words take their first piece at once; then a loop takes the next piece of the
+            words not yet covered (most words are one piece, so the loop runs on few).
+            """
+            words = tf.strings.split(normalized)
+            flat_words = words.flat_values
+            m = tf.size(flat_words, out_type=tf.int64)
+            _, offsets = tf.strings.unicode_decode_with_offsets(flat_words, "UTF-8")
+            ends = tf.cast(tf.strings.length(flat_words), tf.int64)[:, None]
+            with_end = tf.concat([offsets, tf.RaggedTensor.from_tensor(ends)], axis=1)
+            bounds, base = with_end.flat_values, with_end.row_splits
+            n_chars = offsets.row_lengths()
+            too_long = n_chars > self.max_input_chars_per_word
+
+            # Pieces as (word, position in the word, id), in any order.
+            word = tf.where(tf.logical_not(too_long))[:, 0]
+            length, piece_id = self._wordpiece_step(
+                flat_words, bounds, base, word, tf.zeros_like(word), self._first_pieces)
+            found = length > 0
+            all_words, all_ids = tf.boolean_mask(word, found), tf.boolean_mask(piece_id, found)
+            all_positions = tf.zeros_like(all_words)
+            failed = tf.boolean_mask(word, tf.logical_not(found))
+            start = length
+            more = found & (start < tf.gather(n_chars, word))
+            word, start = tf.boolean_mask(word, more), tf.boolean_mask(start, more)
+
+            def next_piece(position, word, start, all_words, all_positions, all_ids, failed):
+                length, piece_id = self._wordpiece_step(
+                    flat_words, bounds, base, word, start, self._continuation_pieces)
+                found = length > 0
+                new_words = tf.boolean_mask(word, found)
+                all_words = tf.concat([all_words, new_words], 0)
+                all_positions = tf.concat(
+                    [all_positions, tf.fill(tf.shape(new_words), position)], 0)
+                all_ids = tf.concat([all_ids, tf.boolean_mask(piece_id, found)], 0)
+                failed = tf.concat([failed, tf.boolean_mask(word, tf.logical_not(found))], 0)
+                start = start + length
+                more = found & (start < tf.gather(n_chars, word))
+                return (position + 1, tf.boolean_mask(word, more), tf.boolean_mask(start, more),
+                        all_words, all_positions, all_ids, failed)
+
+            vector = tf.TensorShape([None])
+            _, _, _, all_words, all_positions, all_ids, failed = tf.while_loop(
+                lambda position, word, *_: tf.size(word) > 0, next_piece,
+                (tf.constant(1, tf.int64), word, start, all_words, all_positions, all_ids,
+                 failed),
+                shape_invariants=(tf.TensorShape([]),) + (vector,) * 6)
+
+            # Words the original replaces by the unknown token: drop their pieces, one [UNK].
+            unknown = (tf.scatter_nd(failed[:, None], tf.ones_like(failed), [m]) > 0) | too_long
+            keep = tf.logical_not(tf.gather(unknown, all_words))
+            unknown_words = tf.where(unknown)[:, 0]
+            all_words = tf.concat([tf.boolean_mask(all_words, keep), unknown_words], 0)
+            all_positions = tf.concat(
+                [tf.boolean_mask(all_positions, keep), tf.zeros_like(unknown_words)], 0)
+            all_ids = tf.concat([tf.boolean_mask(all_ids, keep),
+                                 tf.fill(tf.shape(unknown_words),
+                                         tf.constant(self._unk_id, tf.int64))], 0)
+            per_word = tf.math.unsorted_segment_sum(tf.ones_like(all_words), all_words, m)
+            word_start = tf.cumsum(per_word, exclusive=True)
+            ids = tf.scatter_nd((tf.gather(word_start, all_words) + all_positions)[:, None],
+                                all_ids, tf.shape(all_ids, out_type=tf.int64))
+            piece_ends = tf.concat([[0], tf.cumsum(per_word)], 0)
+            return tf.RaggedTensor.from_row_splits(
+                ids, tf.gather(piece_ends, words.row_splits), validate=False)
+
+        def _tokenize_core(self, texts):
+            normalized, _, inexact = self._normalize(texts)
+            return self._wordpiece_core(normalized), inexact
+
         def _tokenize_ascii(self, texts):
             """Texts of printable ASCII, tab, newline and CR only: the original's steps reduce
             to ASCII lower-casing, and the end-to-end tokenizer splits such text exactly as
@@ -471,6 +642,8 @@ def _make_module_class():
 
         def _tokenize(self, texts):
             texts = tf.convert_to_tensor(texts, tf.string)
+            if self.core_ops:
+                return self._tokenize_core(texts)
             if self._ascii_end_to_end is None:
                 return self._tokenize_general(texts)
             n = tf.shape(texts, out_type=tf.int64)[0]
@@ -490,7 +663,7 @@ def _make_module_class():
 
             return tf.cond(tf.reduce_all(is_ascii), all_ascii, mixed)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         def tokenize_with_check(self, texts):
             """texts [N] -> (ids RaggedTensor int64 [N, None], inexact bool [N]).
 
@@ -499,7 +672,7 @@ def _make_module_class():
             """
             return self._tokenize(texts)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         def __call__(self, texts):
             """texts [N] -> ids RaggedTensor int64 [N, None]; raises on an inexact text."""
             ids, inexact = self._tokenize(texts)
@@ -554,7 +727,7 @@ class FastTokenizer:
         self.batch_size = int(batch_size)
         self.num_threads = int(num_threads or min(2, os.cpu_count() or 1))
         self.module = TokenizerModule(self.vocab, do_lower_case=do_lower_case,
-                                      ascii_lane=ascii_lane)
+                                      ascii_lane=ascii_lane, core_ops=False)
         self.num_fallbacks = 0  # texts handed to FullTokenizer so far (for the curious)
 
     def _run_batches(self, batches):
