@@ -514,12 +514,13 @@ def _make_module_class():
                           lambda: self._end_to_end.tokenize(normalized))
             return ids, inexact
 
-        def _wordpiece_step(self, words, bounds, base, word, start, table):
+        def _wordpiece_step(self, words, bounds, base, word, start, table, rest=None):
             """The longest piece of each word `word` [A] at code point `start` [A].
 
             words: tf.string [M]; bounds: int64 byte offset of every code point of every word
             plus each word's end, flat; base: int64 [M] index in `bounds` of each word's first
-            code point. Returns (length [A] int64, 0 if no piece matches; id [A] int64).
+            code point; rest: the words from `start` on, tf.string [A], if at hand.
+            Returns (length [A] int64, 0 if no piece matches; id [A] int64).
             """
             n_chars = tf.gather(base, word + 1) - tf.gather(base, word) - 1
             left = n_chars - start
@@ -532,8 +533,9 @@ def _make_module_class():
                                          tf.gather(bounds, at + k) - begin)
 
             # Most words (and rests of words) are a vocab entry: one lookup of the whole rest.
-            rows = tf.range(tf.size(word, out_type=tf.int64))
-            whole_id = table.lookup(piece(left, rows))
+            if rest is None:
+                rest = piece(left, tf.range(tf.size(word, out_type=tf.int64)))
+            whole_id = table.lookup(rest)
             whole = (whole_id >= 0) & (left <= self._longest_piece)
             # The others: every length up to the longest vocab piece, the longest found wins.
             others = tf.where(tf.logical_not(whole))[:, 0]
@@ -578,11 +580,12 @@ def _make_module_class():
             # Pieces as (word, position in the word, id), in any order.
             word = tf.where(tf.logical_not(too_long))[:, 0]
             length, piece_id = self._wordpiece_step(
-                flat_words, bounds, base, word, tf.zeros_like(word), self._first_pieces)
+                flat_words, bounds, base, word, tf.zeros_like(word), self._first_pieces,
+                rest=tf.gather(flat_words, word))
             found = length > 0
-            all_words, all_ids = tf.boolean_mask(word, found), tf.boolean_mask(piece_id, found)
-            all_positions = tf.zeros_like(all_words)
-            failed = tf.boolean_mask(word, tf.logical_not(found))
+            first_words = tf.boolean_mask(word, found)
+            first_ids = tf.boolean_mask(piece_id, found)
+            first_failed = tf.boolean_mask(word, tf.logical_not(found))
             start = length
             more = found & (start < tf.gather(n_chars, word))
             word, start = tf.boolean_mask(word, more), tf.boolean_mask(start, more)
@@ -602,12 +605,16 @@ def _make_module_class():
                 return (position + 1, tf.boolean_mask(word, more), tf.boolean_mask(start, more),
                         all_words, all_positions, all_ids, failed)
 
+            # The loop carries only the later pieces (few): its concatenations stay cheap.
             vector = tf.TensorShape([None])
-            _, _, _, all_words, all_positions, all_ids, failed = tf.while_loop(
+            empty = tf.zeros([0], tf.int64)
+            _, _, _, later_words, later_positions, later_ids, failed = tf.while_loop(
                 lambda position, word, *_: tf.size(word) > 0, next_piece,
-                (tf.constant(1, tf.int64), word, start, all_words, all_positions, all_ids,
-                 failed),
+                (tf.constant(1, tf.int64), word, start, empty, empty, empty, first_failed),
                 shape_invariants=(tf.TensorShape([]),) + (vector,) * 6)
+            all_words = tf.concat([first_words, later_words], 0)
+            all_positions = tf.concat([tf.zeros_like(first_words), later_positions], 0)
+            all_ids = tf.concat([first_ids, later_ids], 0)
 
             # Words the original replaces by the unknown token: drop their pieces, one [UNK].
             unknown = (tf.scatter_nd(failed[:, None], tf.ones_like(failed), [m]) > 0) | too_long
