@@ -1,9 +1,15 @@
-"""A fast WordPiece tokenizer on tensorflow-text, with exactly `FullTokenizer`'s ids.
+"""In-graph WordPiece tokenizers with exactly `FullTokenizer`'s ids: fast on tensorflow-text, or
+in core TensorFlow ops only (for SavedModels).
 
 `FastTokenizer(vocab_file, do_lower_case)` tokenizes batches in TensorFlow ops
 (`tokenize_to_ids`), and `FastTokenizer.module` (a `tf.Module`, see `TokenizerModule`) holds the
 same computation for a `tf.function` or a SavedModel: texts tf.string [N] -> tf.RaggedTensor of
-int64 ids [N, None].
+int64 ids [N, None]. Both use tensorflow-text's WordPiece op (points 2 and 3 below), which is
+not part of TensorFlow: a SavedModel holding it needs `import tensorflow_text` before loading,
+and `saved_model_cli` cannot load it at all. `TokenizerModule(vocab, do_lower_case,
+core_ops=True)` (the default of `TokenizerModule`; what `bert_tf.serving_inputs` and so every
+export use) replaces points 2 and 3 by point 5: its graph holds only core TensorFlow ops, with
+the same ids, slower (`benchmarks/tokenizer.py --in_graph`).
 
 How equality with the original is ensured. tensorflow-text's own BERT normalization is not
 used: its Unicode tables (ICU), its control/whitespace/punctuation/CJK definitions and its case
@@ -49,6 +55,19 @@ folding differ from Python's `str.lower` + `unicodedata`, which define the origi
    errors ignored) before handing valid UTF-8 to TensorFlow; a `str` with lone surrogates (not
    encodable) goes to `FullTokenizer`. In the graph, TensorFlow's decoder with errors="ignore"
    drops the same bytes as Python's (checked by tests on fuzzed bytes).
+
+5. Core-op mode (`core_ops=True`). Normalization as in 1 (printable-ASCII texts: ASCII
+   lower-casing and spaces around ASCII punctuation by `tf.strings.regex_replace`, which is all
+   the original does to them), then the words (split on spaces) go through WordPiece written
+   in core ops, `TokenizerModule._wordpiece_core`: every word looks its first piece up in a
+   `tf.lookup.StaticHashTable` of the vocab (the whole word first; if absent, each prefix of up
+   to K code points, K = the longest entry the original can emit, the longest found wins), then
+   a `tf.while_loop` does the same for the next piece ("##" entries) of the words not yet
+   covered, until none is left. A word with a position where nothing matches, or longer than
+   200 code points, gives the unknown token alone (its earlier pieces are dropped). Lookups are
+   exact, of real substrings of words, so entries the original can never emit never match,
+   with no placeholder. Pieces are put in order by scattering them to (start of their word +
+   their position in it).
 
 The tables depend on the Python `unicodedata` version (`unicodedata.unidata_version`) of the
 process that builds them; a SavedModel keeps the tables it was built with.
@@ -381,6 +400,7 @@ def _make_module_class():
             self.unk_token = unk_token
             self.max_input_chars_per_word = int(max_input_chars_per_word)
             self.core_ops = bool(core_ops)
+            self.ascii_lane = bool(ascii_lane)
             self._out_padded = tf.constant(_padded_table(tables))
             self._case_class = tf.constant(tables["case_class"])
             if self.core_ops:
@@ -634,8 +654,34 @@ def _make_module_class():
             return tf.RaggedTensor.from_row_splits(
                 ids, tf.gather(piece_ends, words.row_splits), validate=False)
 
+        def _normalize_ascii(self, texts):
+            """Texts of printable ASCII, tab, newline and CR only -> normalized as `_normalize`:
+            there the original's steps reduce to ASCII lower-casing and spaces around its
+            ASCII punctuation (tab, newline and CR stay: the split on whitespace drops them)."""
+            if self.do_lower_case:
+                texts = tf.strings.lower(texts)  # ASCII only, as str.lower on ASCII
+            return tf.strings.regex_replace(texts, "([!-/:-@\\[-`{-~])", " \\1 ")
+
         def _tokenize_core(self, texts):
-            normalized, _, inexact = self._normalize(texts)
+            if not self.ascii_lane:
+                normalized, _, inexact = self._normalize(texts)
+                return self._wordpiece_core(normalized), inexact
+            n = tf.shape(texts, out_type=tf.int64)[0]
+            is_ascii = tf.strings.regex_full_match(texts, "[\\t\\n\\r -~]*")
+
+            def all_ascii():
+                return self._normalize_ascii(texts), tf.zeros([n], tf.bool)
+
+            def mixed():
+                ascii_rows = tf.where(is_ascii)[:, 0]
+                other_rows = tf.where(tf.logical_not(is_ascii))[:, 0]
+                other, _, other_inexact = self._normalize(tf.gather(texts, other_rows))
+                normalized = tf.dynamic_stitch(
+                    [tf.cast(ascii_rows, tf.int32), tf.cast(other_rows, tf.int32)],
+                    [self._normalize_ascii(tf.gather(texts, ascii_rows)), other])
+                return normalized, tf.scatter_nd(other_rows[:, None], other_inexact, [n])
+
+            normalized, inexact = tf.cond(tf.reduce_all(is_ascii), all_ascii, mixed)
             return self._wordpiece_core(normalized), inexact
 
         def _tokenize_ascii(self, texts):
@@ -722,7 +768,8 @@ class FastTokenizer:
     Attributes:
       vocab: dict token -> id; inv_vocab: dict id -> token.
       full_tokenizer: the pure-Python FullTokenizer used for texts the graph flags.
-      module: the in-graph TokenizerModule (tf.Module).
+      module: the in-graph TokenizerModule (tf.Module), in its tensorflow-text mode
+        (core_ops=False).
     """
 
     def __init__(self, vocab_file, do_lower_case=True, batch_size=_BATCH_TEXTS, num_threads=None,

@@ -148,15 +148,21 @@ def test_fuzz_matches_full_tokenizer(tokenizers):
 
 
 def test_core_ops_fuzz_matches_full_tokenizer(vocab_file):
-    """The core-op module in the graph, on the fuzz corpus (str and raw bytes) and on words made
-    of vocab pieces with junk between them (so that WordPiece fails part-way)."""
+    """The core-op module in the graph, on the fuzz corpus (str and raw bytes), on words made
+    of vocab pieces with junk between them (so that WordPiece fails part-way) and on ASCII
+    texts (its printable-ASCII lane, mixed with the general route in one batch)."""
     rng = random.Random(12)
+    ascii_pool = ([chr(c) for c in range(32, 127)] + list("\t\n\r\x0b\x1f\x7f")
+                  + ["the", "un", "able", "##", "[CLS]", " ", "A" * 199, "b" * 200, "C" * 201])
     for lower in (True, False):
         module, full = core_module(vocab_file, lower)
-        pieces = [t.lstrip("#") for t in rng.sample(sorted(full.vocab), 400)] + ["q", "é"]
+        pieces = [t.lstrip("#") for t in rng.sample(sorted(full.vocab), 400)] + ["q", "\u00e9"]
         texts = fuzz_corpus(800, seed=14 if lower else 15)
         texts += [" ".join("".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
                            for _ in range(rng.randint(0, 6))) for _ in range(600)]
+        texts += ["".join(rng.choice(ascii_pool) for _ in range(rng.randint(0, 30)))
+                  for _ in range(1500)]
+        rng.shuffle(texts)
         ids, inexact = graph_ids(module, texts)
         assert sum(inexact) <= 2  # texts with 2+ reorderable combining marks (rare)
         for text, row, flag in zip(texts, ids, inexact):
