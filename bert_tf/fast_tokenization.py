@@ -365,6 +365,11 @@ def core_wordpiece_tables(vocab):
 def _make_module_class():
     tf = _import_tf()
 
+    def _where(mask):
+        """int64 positions of the True values of a bool vector (fewer graph ops than
+        tf.where(mask)[:, 0] or tf.boolean_mask: they add up when tracing)."""
+        return tf.squeeze(tf.where(mask), 1)
+
     def _string_table(mapping):
         keys = list(mapping)
         return tf.lookup.StaticHashTable(
@@ -558,7 +563,7 @@ def _make_module_class():
             whole_id = table.lookup(rest)
             whole = (whole_id >= 0) & (left <= self._longest_piece)
             # The others: every length up to the longest vocab piece, the longest found wins.
-            others = tf.where(tf.logical_not(whole))[:, 0]
+            others = _where(tf.logical_not(whole))
             counts = tf.minimum(tf.gather(left, others) - 1, self._longest_piece)
             lengths = tf.ragged.range(1, counts + 1, dtype=tf.int64)
             k = lengths.flat_values
@@ -574,8 +579,8 @@ def _make_module_class():
                                 tf.where(best > 0, lengths.row_splits[:-1] + best - 1,
                                          tf.size(cand_id, out_type=tf.int64)))
             length = tf.tensor_scatter_nd_update(
-                tf.where(whole, left, tf.zeros_like(left)), others[:, None], best)
-            piece_id = tf.tensor_scatter_nd_update(whole_id, others[:, None], best_id)
+                tf.where(whole, left, tf.zeros_like(left)), tf.expand_dims(others, 1), best)
+            piece_id = tf.tensor_scatter_nd_update(whole_id, tf.expand_dims(others, 1), best_id)
             return length, piece_id
 
         def _wordpiece_core(self, normalized):
@@ -591,38 +596,37 @@ def _make_module_class():
             flat_words = words.flat_values
             m = tf.size(flat_words, out_type=tf.int64)
             _, offsets = tf.strings.unicode_decode_with_offsets(flat_words, "UTF-8")
-            ends = tf.cast(tf.strings.length(flat_words), tf.int64)[:, None]
+            ends = tf.expand_dims(tf.cast(tf.strings.length(flat_words), tf.int64), 1)
             with_end = tf.concat([offsets, tf.RaggedTensor.from_tensor(ends)], axis=1)
             bounds, base = with_end.flat_values, with_end.row_splits
             n_chars = offsets.row_lengths()
             too_long = n_chars > self.max_input_chars_per_word
 
             # Pieces as (word, position in the word, id), in any order.
-            word = tf.where(tf.logical_not(too_long))[:, 0]
+            word = _where(tf.logical_not(too_long))
             length, piece_id = self._wordpiece_step(
                 flat_words, bounds, base, word, tf.zeros_like(word), self._first_pieces,
                 rest=tf.gather(flat_words, word))
-            found = length > 0
-            first_words = tf.boolean_mask(word, found)
-            first_ids = tf.boolean_mask(piece_id, found)
-            first_failed = tf.boolean_mask(word, tf.logical_not(found))
-            start = length
-            more = found & (start < tf.gather(n_chars, word))
-            word, start = tf.boolean_mask(word, more), tf.boolean_mask(start, more)
+            found = _where(length > 0)
+            first_words = tf.gather(word, found)
+            first_ids = tf.gather(piece_id, found)
+            first_failed = tf.gather(word, _where(tf.equal(length, 0)))
+            more = _where((length > 0) & (length < tf.gather(n_chars, word)))
+            word, start = tf.gather(word, more), tf.gather(length, more)
 
             def next_piece(position, word, start, all_words, all_positions, all_ids, failed):
                 length, piece_id = self._wordpiece_step(
                     flat_words, bounds, base, word, start, self._continuation_pieces)
-                found = length > 0
-                new_words = tf.boolean_mask(word, found)
+                found = _where(length > 0)
+                new_words = tf.gather(word, found)
                 all_words = tf.concat([all_words, new_words], 0)
                 all_positions = tf.concat(
                     [all_positions, tf.fill(tf.shape(new_words), position)], 0)
-                all_ids = tf.concat([all_ids, tf.boolean_mask(piece_id, found)], 0)
-                failed = tf.concat([failed, tf.boolean_mask(word, tf.logical_not(found))], 0)
+                all_ids = tf.concat([all_ids, tf.gather(piece_id, found)], 0)
+                failed = tf.concat([failed, tf.gather(word, _where(tf.equal(length, 0)))], 0)
                 start = start + length
-                more = found & (start < tf.gather(n_chars, word))
-                return (position + 1, tf.boolean_mask(word, more), tf.boolean_mask(start, more),
+                more = _where((length > 0) & (start < tf.gather(n_chars, word)))
+                return (position + 1, tf.gather(word, more), tf.gather(start, more),
                         all_words, all_positions, all_ids, failed)
 
             # The loop carries only the later pieces (few): its concatenations stay cheap.
@@ -637,19 +641,21 @@ def _make_module_class():
             all_ids = tf.concat([first_ids, later_ids], 0)
 
             # Words the original replaces by the unknown token: drop their pieces, one [UNK].
-            unknown = (tf.scatter_nd(failed[:, None], tf.ones_like(failed), [m]) > 0) | too_long
-            keep = tf.logical_not(tf.gather(unknown, all_words))
-            unknown_words = tf.where(unknown)[:, 0]
-            all_words = tf.concat([tf.boolean_mask(all_words, keep), unknown_words], 0)
+            unknown = too_long | (
+                tf.scatter_nd(tf.expand_dims(failed, 1), tf.ones_like(failed), [m]) > 0)
+            keep = _where(tf.logical_not(tf.gather(unknown, all_words)))
+            unknown_words = _where(unknown)
+            all_words = tf.concat([tf.gather(all_words, keep), unknown_words], 0)
             all_positions = tf.concat(
-                [tf.boolean_mask(all_positions, keep), tf.zeros_like(unknown_words)], 0)
-            all_ids = tf.concat([tf.boolean_mask(all_ids, keep),
+                [tf.gather(all_positions, keep), tf.zeros_like(unknown_words)], 0)
+            all_ids = tf.concat([tf.gather(all_ids, keep),
                                  tf.fill(tf.shape(unknown_words),
                                          tf.constant(self._unk_id, tf.int64))], 0)
             per_word = tf.math.unsorted_segment_sum(tf.ones_like(all_words), all_words, m)
             word_start = tf.cumsum(per_word, exclusive=True)
-            ids = tf.scatter_nd((tf.gather(word_start, all_words) + all_positions)[:, None],
-                                all_ids, tf.shape(all_ids, out_type=tf.int64))
+            ids = tf.scatter_nd(
+                tf.expand_dims(tf.gather(word_start, all_words) + all_positions, 1),
+                all_ids, tf.shape(all_ids, out_type=tf.int64))
             piece_ends = tf.concat([[0], tf.cumsum(per_word)], 0)
             return tf.RaggedTensor.from_row_splits(
                 ids, tf.gather(piece_ends, words.row_splits), validate=False)
@@ -673,13 +679,14 @@ def _make_module_class():
                 return self._normalize_ascii(texts), tf.zeros([n], tf.bool)
 
             def mixed():
-                ascii_rows = tf.where(is_ascii)[:, 0]
-                other_rows = tf.where(tf.logical_not(is_ascii))[:, 0]
+                ascii_rows = _where(is_ascii)
+                other_rows = _where(tf.logical_not(is_ascii))
                 other, _, other_inexact = self._normalize(tf.gather(texts, other_rows))
                 normalized = tf.dynamic_stitch(
                     [tf.cast(ascii_rows, tf.int32), tf.cast(other_rows, tf.int32)],
                     [self._normalize_ascii(tf.gather(texts, ascii_rows)), other])
-                return normalized, tf.scatter_nd(other_rows[:, None], other_inexact, [n])
+                inexact = tf.scatter_nd(tf.expand_dims(other_rows, 1), other_inexact, [n])
+                return normalized, inexact
 
             normalized, inexact = tf.cond(tf.reduce_all(is_ascii), all_ascii, mixed)
             return self._wordpiece_core(normalized), inexact

@@ -199,15 +199,15 @@ def test_core_ops_wordpiece_edge_cases(tmp_path):
              "runningx xrunning runn ing", "cl\u00e9 caf\u00e9 cafe\u0301 CAF\u00c9",
              "[UNK]x [UNK] x##x", "\u03a3\u03a3 \u03c3\u03a3 A\u03a3", "aaaaaaaaaaaaa",
              "\u4e2d\u4e2da", "x\u00e9y \u00e9x \u00e9\u00e9\u00e9"]
-    for lower in (False, True):
-        full = tokenization.FullTokenizer(path, do_lower_case=lower)
-        assert full.vocab[""] == len(full.vocab) - 1
-        module = fast_tokenization.TokenizerModule(full.vocab, lower, core_ops=True)
-        ids, inexact = graph_ids(module, texts)
-        assert not any(inexact)
-        assert ids == [full.tokenize_to_ids(t) for t in texts]
-        assert graph_ids(module, [])[0] == []
-    # Uncased: __call__ gives the same ids, and raises on two reorderable combining marks.
+    # Uncased only: casing changes nothing in WordPiece (the other tests cover it).
+    full = tokenization.FullTokenizer(path, do_lower_case=True)
+    assert full.vocab[""] == len(full.vocab) - 1
+    module = fast_tokenization.TokenizerModule(full.vocab, True, core_ops=True)
+    ids, inexact = graph_ids(module, texts)
+    assert not any(inexact)
+    assert ids == [full.tokenize_to_ids(t) for t in texts]
+    assert graph_ids(module, [])[0] == []
+    # __call__ gives the same ids, and raises on two reorderable combining marks.
     assert module(tf.constant([b"unaffz ok"])).to_list() == [full.tokenize_to_ids("unaffz ok")]
     with pytest.raises(tf.errors.InvalidArgumentError, match="FullTokenizer"):
         module(tf.constant(["\U0001D15F\U0001D165\U0001D16E".encode()]))
@@ -350,13 +350,20 @@ def test_inexact_texts_raise_in_graph_and_fall_back_in_python(tokenizers):
     assert fast.tokenize_to_ids(["a\ud800b c"]) == reference_ids(full, ["a\ud800b c"])
 
 
-def test_tf_function_and_saved_model(tokenizers, tmp_path):
-    fast, full = tokenizers
-    texts = ["Hello, World!", "caf\u00e9 \u4e2d\u6587", "", "x" * 201]
+@pytest.mark.parametrize("lower,core", [(True, False), (False, True)],
+                         ids=["uncased", "cased-core"])
+def test_tf_function_and_saved_model(vocab_file, tmp_path, lower, core):
+    """Both modes, one casing each: the SavedModel round trip does not depend on casing."""
+    if core:
+        module, full = core_module(vocab_file, lower)
+    else:
+        fast = fast_tokenizer(vocab_file, lower)
+        module, full = fast.module, fast.full_tokenizer
+    texts = ["Hello, World!", "caf\u00e9 \u4e2d\u6587", "", "x" * 201, "unaffable \u03a3"]
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def model_input(t):
-        ids = fast.module(t)
+        ids = module(t)
         return ids.to_tensor(default_value=0, shape=[None, 8])
 
     dense = model_input(tf.constant([t.encode() for t in texts])).numpy()
@@ -365,7 +372,7 @@ def test_tf_function_and_saved_model(tokenizers, tmp_path):
         assert row.tolist() == (exp + [0] * 8)[:8]
 
     path = str(tmp_path / "tokenizer")
-    tf.saved_model.save(fast.module, path)
+    tf.saved_model.save(module, path)
     loaded = tf.saved_model.load(path)
     assert loaded(tf.constant([t.encode() for t in texts])).to_list() == expected
 
