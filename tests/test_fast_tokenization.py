@@ -350,8 +350,8 @@ def test_inexact_texts_raise_in_graph_and_fall_back_in_python(tokenizers):
     assert fast.tokenize_to_ids(["a\ud800b c"]) == reference_ids(full, ["a\ud800b c"])
 
 
-@pytest.mark.parametrize("lower,core", [(True, False), (False, True)],
-                         ids=["uncased", "cased-core"])
+@pytest.mark.parametrize("lower,core", [(False, False), (True, True)],
+                         ids=["cased", "uncased-core"])
 def test_tf_function_and_saved_model(vocab_file, tmp_path, lower, core):
     """Both modes, one casing each: the SavedModel round trip does not depend on casing."""
     if core:
