@@ -756,7 +756,17 @@ def TokenizerModule(vocab, do_lower_case=True, **kwargs):  # noqa: N802 (a class
     """Builds the in-graph tokenizer `tf.Module` (see `_make_module_class`).
 
     Args:
-      vocab: dict token -> id (e.g. `load_vocab(path)`).
+      vocab: dict token -> id (e.g. `load_vocab(path)`); it must hold the unknown token.
+      do_lower_case: as for FullTokenizer.
+      core_ops: True (default): a graph of core TensorFlow ops only (WordPiece by hash-table
+        lookups; SavedModels need only `tensorflow`); False: tensorflow-text's WordPiece
+        (faster; SavedModels need `import tensorflow_text` before loading).
+      ascii_lane: the printable-ASCII shortcut (module docstring, points 3 and 5; off only to
+        measure the general route).
+      unk_token, max_input_chars_per_word, name: as FullTokenizer's WordPiece; the tf.Module
+        name.
+    Returns: the module; `module(texts)` and `module.tokenize_with_check(texts)` take
+      tf.string [N] and give ids tf.RaggedTensor int64 [N, None] (and inexact bool [N]).
     """
     return _module_class()(vocab, do_lower_case=do_lower_case, **kwargs)
 
