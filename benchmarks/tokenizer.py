@@ -129,7 +129,7 @@ def print_ratio_table(best, n_tokens, baseline):
     print(f"| tokenizer | seconds (best) | tokens/s | vs {baseline} |")
     print("|---|---:|---:|---:|")
     for name, t in best.items():
-        print(f"| {name} | {t:.2f} | {n_tokens / t:,.0f} | {best[baseline] / t:.2f}x |")
+        print(f"| {name} | {t:.3f} | {n_tokens / t:,.0f} | {best[baseline] / t:.2f}x |")
     print()
 
 
