@@ -164,7 +164,10 @@ def test_core_ops_fuzz_matches_full_tokenizer(vocab_file):
                   for _ in range(1500)]
         rng.shuffle(texts)
         ids, inexact = graph_ids(module, texts)
-        assert sum(inexact) <= 2  # texts with 2+ reorderable combining marks (rare)
+        # Flagged: the texts with 2+ characters whose output NFD may reorder (rare).
+        reorder = fast_tokenization.build_char_tables(lower)["reorder"]
+        decoded = [t.decode("utf-8", "ignore") if isinstance(t, bytes) else t for t in texts]
+        assert inexact == [sum(reorder[ord(c)] for c in t) >= 2 for t in decoded]
         for text, row, flag in zip(texts, ids, inexact):
             if not flag:
                 assert row == full.tokenize_to_ids(text), (lower, text)
