@@ -12,7 +12,6 @@ built to make WordPiece fail part-way, plus that its graph holds only core Tenso
 import os
 import random
 
-import numpy as np
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
