@@ -2,6 +2,14 @@
 
     python3 benchmarks/tokenizer.py [--vocab_file=../shared/data/uncased_vocab.txt]
         [--corpus_mb=3] [--original_repo=/tmp/orig_bert] [--do_lower_case=true]
+        [--text_file=FILE] [--in_graph]
+
+With --in_graph, times instead the in-graph `TokenizerModule.tokenize_with_check` on batches of
+--batch_size texts (UTF-8 tf.string constants made before timing; the time includes fetching
+the ids to numpy): the core-op mode that exports use (`core_ops=True`) against the
+tensorflow-text mode (`core_ops=False`, what `FastTokenizer` runs), and that mode with its
+printable-ASCII lane off. Ids and flags must be identical across modules, and equal to
+FullTokenizer's on every text not flagged.
 
 The corpus is real English text that Debian packages ship (license texts, copyright files,
 READMEs and changelogs under /usr/share/common-licenses and /usr/share/doc, gzipped ones
@@ -40,6 +48,11 @@ flags.DEFINE_list("corpus_roots", ["/usr/share/common-licenses", "/usr/share/doc
                   "Folders whose text files make the corpus.")
 flags.DEFINE_integer("batch_size", 2048, "Texts per call of the fast path.")
 flags.DEFINE_integer("repeats", 3, "Runs per tokenizer (interleaved); the best is reported.")
+flags.DEFINE_string("text_file", None,
+                    "Take the texts from this file (its non-empty lines, stripped) instead of "
+                    "--corpus_roots (no minimum size).")
+flags.DEFINE_bool("in_graph", False,
+                  "Time TokenizerModule in the graph: core ops (exports) vs tensorflow-text.")
 
 
 def build_corpus(roots, max_bytes):
@@ -93,19 +106,107 @@ def python_runner(make):
     return prepare
 
 
+def read_text_file(path):
+    """Non-empty stripped lines of a UTF-8 file -> (lines, bytes)."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    return lines, sum(len(line.encode("utf-8")) + 1 for line in lines)
+
+
+def best_interleaved(runners):
+    """runners: list of (name, run). Runs each --repeats times, interleaved -> name -> best s,
+    name -> the last result."""
+    times, results = {name: [] for name, _ in runners}, {}
+    for _ in range(FLAGS.repeats):
+        for name, run in runners:
+            start = time.perf_counter()
+            results[name] = run()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(t) for name, t in times.items()}, results
+
+
+def print_ratio_table(best, n_tokens, baseline):
+    print(f"| tokenizer | seconds (best) | tokens/s | vs {baseline} |")
+    print("|---|---:|---:|---:|")
+    for name, t in best.items():
+        print(f"| {name} | {t:.3f} | {n_tokens / t:,.0f} | {best[baseline] / t:.2f}x |")
+    print()
+
+
+def in_graph_main():
+    """TokenizerModule in the graph: core ops against tensorflow-text (see module docstring)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf import fast_tokenization
+
+    lower, size = FLAGS.do_lower_case, FLAGS.batch_size
+    full = tokenization.FullTokenizer(FLAGS.vocab_file, lower)
+    batches = [tf.constant([line.encode("utf-8") for line in LINES[i:i + size]])
+               for i in range(0, len(LINES), size)]
+    variants = [
+        ("TokenizerModule, tensorflow-text (core_ops=False)", dict(core_ops=False)),
+        ("TokenizerModule, tensorflow-text, ascii_lane=False",
+         dict(core_ops=False, ascii_lane=False)),
+        ("TokenizerModule, core ops (core_ops=True: exports)", dict(core_ops=True)),
+    ]
+    runners, setup = [], {}
+    for name, kwargs in variants:
+        start = time.perf_counter()
+        module = fast_tokenization.TokenizerModule(full.vocab, lower, **kwargs)
+        module.tokenize_with_check(batches[0])  # traces
+        setup[name] = time.perf_counter() - start
+
+        def run(module=module):
+            out = [module.tokenize_with_check(b) for b in batches]
+            return [(ids.flat_values.numpy(), ids.row_splits.numpy(), inexact.numpy())
+                    for ids, inexact in out]
+        runners.append((name, run))
+    best, results = best_interleaved(runners)
+    reference = results[variants[0][0]]
+    for name, result in results.items():
+        for (ids, splits, flags_), (ref_ids, ref_splits, ref_flags) in zip(result, reference):
+            if not (np.array_equal(ids, ref_ids) and np.array_equal(splits, ref_splits)
+                    and np.array_equal(flags_, ref_flags)):
+                raise SystemExit(f"MISMATCH: {name} differs from {variants[0][0]}")
+    n_flagged, n_tokens = 0, 0
+    for (ids, splits, flagged), begin in zip(reference, range(0, len(LINES), size)):
+        n_tokens += len(ids)
+        for j, line in enumerate(LINES[begin:begin + size]):
+            n_flagged += int(flagged[j])
+            if not flagged[j] and ids[splits[j]:splits[j + 1]].tolist() != \
+                    full.tokenize_to_ids(line):
+                raise SystemExit(f"MISMATCH with FullTokenizer on line {begin + j}: {line!r}")
+    print(f"{n_tokens} tokens per run, batches of {size} texts; set-up (tables, tracing, "
+          "first call) not counted: " + ", ".join(f"{n} {t:.1f} s" for n, t in setup.items()))
+    print()
+    print_ratio_table(best, n_tokens, variants[0][0])
+    print(f"checks passed: identical ids and flags from all {len(variants)} modules, equal to "
+          f"FullTokenizer on every text not flagged ({n_flagged} flagged)")
+
+
 def main(argv):
     del argv
     global LINES
-    if FLAGS.corpus_mb < 2:
-        raise app.UsageError("--corpus_mb must be at least 2")
     print_machine_header()
-    LINES, nbytes, nfiles = build_corpus(FLAGS.corpus_roots, int(FLAGS.corpus_mb * 1e6))
-    if nbytes < 2e6:
-        raise SystemExit(f"only {nbytes} bytes of text found under {FLAGS.corpus_roots}; need 2 MB")
+    if FLAGS.text_file:
+        LINES, nbytes = read_text_file(FLAGS.text_file)
+        source = FLAGS.text_file
+    else:
+        if FLAGS.corpus_mb < 2:
+            raise app.UsageError("--corpus_mb must be at least 2")
+        LINES, nbytes, nfiles = build_corpus(FLAGS.corpus_roots, int(FLAGS.corpus_mb * 1e6))
+        if nbytes < 2e6:
+            raise SystemExit(
+                f"only {nbytes} bytes of text found under {FLAGS.corpus_roots}; need 2 MB")
+        source = f"{nfiles} files"
     n_ascii = sum(line.isascii() for line in LINES)
     print(f"corpus: {nbytes / 1e6:.2f} MB, {len(LINES)} lines ({n_ascii} pure ASCII) from "
-          f"{nfiles} files; vocab {FLAGS.vocab_file}; do_lower_case={FLAGS.do_lower_case}; "
+          f"{source}; vocab {FLAGS.vocab_file}; do_lower_case={FLAGS.do_lower_case}; "
           f"{os.cpu_count()} CPUs; best of {FLAGS.repeats} interleaved runs")
+    if FLAGS.in_graph:
+        in_graph_main()
+        return
 
     lower = FLAGS.do_lower_case
     runners = []  # (name, prepare() -> run() -> ids)
@@ -149,17 +250,11 @@ def main(argv):
             del ids
     n_tokens = sum(len(x) for x in reference[1])
     baseline = runners[0][0]
-    base_t = min(times[baseline])
     print(f"{n_tokens} tokens per run; FastTokenizer set-up (tables, vocab, tracing) "
           f"{init:.1f} s, not counted; texts FastTokenizer handed to FullTokenizer: "
           f"{fast.num_fallbacks}")
     print()
-    print(f"| tokenizer | seconds (best) | tokens/s | vs {baseline} |")
-    print("|---|---:|---:|---:|")
-    for name, _ in runners:
-        t = min(times[name])
-        print(f"| {name} | {t:.2f} | {n_tokens / t:,.0f} | {base_t / t:.2f}x |")
-    print()
+    print_ratio_table({name: min(times[name]) for name, _ in runners}, n_tokens, baseline)
     print(f"checks passed: identical ids from all {len(runners)} tokenizers on every line, "
           "every run")
 

@@ -7,12 +7,9 @@
          --version_2_with_negative --null_score_diff_threshold]
 
 Tokenization runs in the graph (`bert_tf.serving_inputs.ServingInputs`, ids equal to
-FullTokenizer's), so the SavedModel loads and answers in a process that imports only
-`tensorflow` and `tensorflow_text`. `saved_model_cli run` works once tensorflow_text's ops are
-registered (it has no flag for that; see docs/serving.md):
-    python -c 'import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli \
-        import main; sys.argv[0] = "saved_model_cli"; sys.exit(main())' run --dir EXPORT_DIR \
-        --tag_set serve --signature_def serving_default \
+FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answers in a process
+that imports only `tensorflow`, and plain `saved_model_cli run` works (see docs/serving.md):
+    saved_model_cli run --dir EXPORT_DIR --tag_set serve --signature_def serving_default \\
         --input_exprs 'text_a=["a text"];text_b=[""]'
  Signatures (every input
 tf.string [N], a batch):

@@ -1,9 +1,15 @@
-"""A fast WordPiece tokenizer on tensorflow-text, with exactly `FullTokenizer`'s ids.
+"""In-graph WordPiece tokenizers with exactly `FullTokenizer`'s ids: fast on tensorflow-text, or
+in core TensorFlow ops only (for SavedModels).
 
 `FastTokenizer(vocab_file, do_lower_case)` tokenizes batches in TensorFlow ops
 (`tokenize_to_ids`), and `FastTokenizer.module` (a `tf.Module`, see `TokenizerModule`) holds the
 same computation for a `tf.function` or a SavedModel: texts tf.string [N] -> tf.RaggedTensor of
-int64 ids [N, None].
+int64 ids [N, None]. Both use tensorflow-text's WordPiece op (points 2 and 3 below), which is
+not part of TensorFlow: a SavedModel holding it needs `import tensorflow_text` before loading,
+and `saved_model_cli` cannot load it at all. `TokenizerModule(vocab, do_lower_case,
+core_ops=True)` (the default of `TokenizerModule`; what `bert_tf.serving_inputs` and so every
+export use) replaces points 2 and 3 by point 5: its graph holds only core TensorFlow ops, with
+the same ids, slower (`benchmarks/tokenizer.py --in_graph`).
 
 How equality with the original is ensured. tensorflow-text's own BERT normalization is not
 used: its Unicode tables (ICU), its control/whitespace/punctuation/CJK definitions and its case
@@ -50,6 +56,19 @@ folding differ from Python's `str.lower` + `unicodedata`, which define the origi
    encodable) goes to `FullTokenizer`. In the graph, TensorFlow's decoder with errors="ignore"
    drops the same bytes as Python's (checked by tests on fuzzed bytes).
 
+5. Core-op mode (`core_ops=True`). Normalization as in 1 (printable-ASCII texts: ASCII
+   lower-casing and spaces around ASCII punctuation by `tf.strings.regex_replace`, which is all
+   the original does to them), then the words (split on spaces) go through WordPiece written
+   in core ops, `TokenizerModule._wordpiece_core`: every word looks its first piece up in a
+   `tf.lookup.StaticHashTable` of the vocab (the whole word first; if absent, each prefix of up
+   to K code points, K = the longest entry the original can emit, the longest found wins), then
+   a `tf.while_loop` does the same for the next piece ("##" entries) of the words not yet
+   covered, until none is left. A word with a position where nothing matches, or longer than
+   200 code points, gives the unknown token alone (its earlier pieces are dropped). Lookups are
+   exact, of real substrings of words, so entries the original can never emit never match,
+   with no placeholder. Pieces are put in order by scattering them to (start of their word +
+   their position in it).
+
 The tables depend on the Python `unicodedata` version (`unicodedata.unidata_version`) of the
 process that builds them; a SavedModel keeps the tables it was built with.
 """
@@ -77,6 +96,12 @@ _BATCH_TEXTS = 2048
 def _import_tf():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
+
+    return tf
+
+
+def _import_tf_text():
+    tf = _import_tf()
     import tensorflow_text as tf_text
 
     return tf, tf_text
@@ -200,7 +225,7 @@ def e2e_char_kinds():
     (_SPLIT_AS_PUNCTUATION), [1, 1] when c separates words and is dropped (_SPLIT_AS_SPACE);
     anything else is _SPLIT_OTHERWISE.
     """
-    tf, tf_text = _import_tf()
+    tf, tf_text = _import_tf_text()
     probe = tf_text.FastWordpieceTokenizer(
         vocab=["[UNK]", "a", "##a"], suffix_indicator="##", token_out_type=tf.int32,
         unknown_token="[UNK]", no_pretokenization=False)
@@ -318,8 +343,40 @@ def _fast_wordpiece_vocab(vocab, unk_token=tokenization.UNK_TOKEN):
     return tokens
 
 
+def core_wordpiece_tables(vocab):
+    """What the core-op WordPiece looks pieces up in.
+
+    Args:
+      vocab: dict token -> id.
+    Returns:
+      (first, continuation, longest): dict piece -> id for a word's first piece (every entry,
+      as the original looks a first piece up in the whole vocab), dict piece -> id for the
+      later pieces (the entries "##" + piece), and the longest piece in code points that the
+      original can ever emit (longer substrings cannot match an emit-able entry).
+    """
+    first = {token: int(index) for token, index in vocab.items()}
+    continuation = {token[2:]: int(index) for token, index in vocab.items()
+                    if token.startswith("##") and len(token) > 2}
+    longest = max((len(token[2:] if token.startswith("##") else token)
+                   for token in vocab if can_be_emitted(token)), default=1)
+    return first, continuation, longest
+
+
 def _make_module_class():
-    tf, tf_text = _import_tf()
+    tf = _import_tf()
+
+    def _where(mask):
+        """int64 positions of the True values of a bool vector (fewer graph ops than
+        tf.where(mask)[:, 0] or tf.boolean_mask: they add up when tracing)."""
+        return tf.squeeze(tf.where(mask), 1)
+
+    def _string_table(mapping):
+        keys = list(mapping)
+        return tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(keys, tf.string),
+                tf.constant([mapping[k] for k in keys], tf.int64)),
+            default_value=-1)
 
     class TokenizerModule(tf.Module):
         """In-graph tokenizer: tf.string [N] -> tf.RaggedTensor int64 ids [N, None].
@@ -328,11 +385,17 @@ def _make_module_class():
         self-contained. `__call__` raises InvalidArgumentError on a text it cannot tokenize
         exactly (see the module docstring: 2+ reorderable combining marks); use
         `tokenize_with_check` to get a per-text flag instead.
+
+        With `core_ops=True` (the default) the graph holds only core TensorFlow ops (WordPiece
+        by hash-table lookups, see `_wordpiece_core`): a SavedModel of it needs only
+        `tensorflow`. With `core_ops=False` WordPiece is tensorflow-text's
+        FastWordpieceTokenizer (faster; the SavedModel then needs `tensorflow_text` imported),
+        as `FastTokenizer` uses it. Both give FullTokenizer's ids.
         """
 
         def __init__(self, vocab, do_lower_case=True, unk_token=tokenization.UNK_TOKEN,
                      max_input_chars_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD,
-                     ascii_lane=True, name="bert_tokenizer"):
+                     ascii_lane=True, core_ops=True, name="bert_tokenizer"):
             super().__init__(name=name)
             if unk_token not in vocab:
                 raise tokenization.VocabError(
@@ -341,8 +404,22 @@ def _make_module_class():
             self.do_lower_case = bool(do_lower_case)
             self.unk_token = unk_token
             self.max_input_chars_per_word = int(max_input_chars_per_word)
+            self.core_ops = bool(core_ops)
+            self.ascii_lane = bool(ascii_lane)
             self._out_padded = tf.constant(_padded_table(tables))
             self._case_class = tf.constant(tables["case_class"])
+            if self.core_ops:
+                first, continuation, longest = core_wordpiece_tables(vocab)
+                self._first_pieces = _string_table(first)
+                self._continuation_pieces = _string_table(continuation)
+                self._longest_piece = min(longest, self.max_input_chars_per_word)
+                self._unk_id = int(vocab[unk_token])
+                # Only the reordering bit: the words are split on spaces here.
+                self._flags = tf.constant(
+                    _char_flags(tables, np.zeros(MAX_CODE_POINT + 2, np.int32)))
+                self._ascii_end_to_end = None
+                return
+            _, tf_text = _import_tf_text()
             if ascii_lane and ascii_lane_is_exact():
                 self._ascii_end_to_end = tf_text.FastWordpieceTokenizer(
                     vocab=_fast_wordpiece_vocab(vocab, unk_token), suffix_indicator="##",
@@ -419,6 +496,8 @@ def _make_module_class():
                 tf.bitwise.bitwise_and(flagged_values, 1), flagged_rows, n) > 0
             inexact = tf.math.unsorted_segment_sum(
                 tf.bitwise.right_shift(flagged_values, 1), flagged_rows, n) >= 2
+            if self.core_ops:  # splits on spaces and limits word lengths itself
+                return normalized, tf.zeros([n], tf.bool), inexact
             # Texts tensorflow-text's own word splitting would treat differently, or with a word
             # over the length limit, take the split-then-WordPiece path.
             # Longest run without a space over the concatenated texts bounds every word's length
@@ -460,6 +539,158 @@ def _make_module_class():
                           lambda: self._end_to_end.tokenize(normalized))
             return ids, inexact
 
+        def _wordpiece_step(self, words, bounds, base, word, start, table, rest=None):
+            """The longest piece of each word `word` [A] at code point `start` [A].
+
+            words: tf.string [M]; bounds: int64 byte offset of every code point of every word
+            plus each word's end, flat; base: int64 [M] index in `bounds` of each word's first
+            code point; rest: the words from `start` on, tf.string [A], if at hand.
+            Returns (length [A] int64, 0 if no piece matches; id [A] int64).
+            """
+            n_chars = tf.gather(base, word + 1) - tf.gather(base, word) - 1
+            left = n_chars - start
+
+            def piece(k, rows):
+                """The pieces of length k [C] of rows [C] of the active words (bytes)."""
+                at = tf.gather(base, tf.gather(word, rows)) + tf.gather(start, rows)
+                begin = tf.gather(bounds, at)
+                return tf.strings.substr(tf.gather(words, tf.gather(word, rows)), begin,
+                                         tf.gather(bounds, at + k) - begin)
+
+            # Most words (and rests of words) are a vocab entry: one lookup of the whole rest.
+            if rest is None:
+                rest = piece(left, tf.range(tf.size(word, out_type=tf.int64)))
+            whole_id = table.lookup(rest)
+            whole = (whole_id >= 0) & (left <= self._longest_piece)
+            # The others: every length up to the longest vocab piece, the longest found wins.
+            others = _where(tf.logical_not(whole))
+            counts = tf.minimum(tf.gather(left, others) - 1, self._longest_piece)
+            lengths = tf.ragged.range(1, counts + 1, dtype=tf.int64)
+            k = lengths.flat_values
+            cand_rows = tf.gather(others, lengths.value_rowids())
+            cand_id = table.lookup(piece(k, cand_rows))
+            best = tf.math.unsorted_segment_max(
+                tf.where(cand_id >= 0, k, tf.zeros_like(k)), lengths.value_rowids(),
+                tf.size(others))
+            best = tf.maximum(best, 0)  # empty segments give the dtype's minimum
+            # Lengths of a row are 1, 2, ... in order: the best one sits at row start + best - 1;
+            # rows without a match read the -1 appended at the end.
+            best_id = tf.gather(tf.concat([cand_id, [-1]], 0),
+                                tf.where(best > 0, lengths.row_splits[:-1] + best - 1,
+                                         tf.size(cand_id, out_type=tf.int64)))
+            length = tf.tensor_scatter_nd_update(
+                tf.where(whole, left, tf.zeros_like(left)), tf.expand_dims(others, 1), best)
+            piece_id = tf.tensor_scatter_nd_update(whole_id, tf.expand_dims(others, 1), best_id)
+            return length, piece_id
+
+        def _wordpiece_core(self, normalized):
+            """WordPiece in core TensorFlow ops: normalized [N] (words separated by spaces)
+            -> ids RaggedTensor int64 [N, None], as the original: greedy longest match first,
+            "##" before every piece but a word's first, a word it cannot cover entirely or of
+            more than max_input_chars_per_word code points -> the unknown token alone.
+
+            All words take their first piece at once; then a loop takes the next piece of the
+            words not yet covered (most words are one piece, so the loop runs on few).
+            """
+            words = tf.strings.split(normalized)
+            flat_words = words.flat_values
+            m = tf.size(flat_words, out_type=tf.int64)
+            _, offsets = tf.strings.unicode_decode_with_offsets(flat_words, "UTF-8")
+            ends = tf.expand_dims(tf.cast(tf.strings.length(flat_words), tf.int64), 1)
+            with_end = tf.concat([offsets, tf.RaggedTensor.from_tensor(ends)], axis=1)
+            bounds, base = with_end.flat_values, with_end.row_splits
+            n_chars = offsets.row_lengths()
+            too_long = n_chars > self.max_input_chars_per_word
+
+            # Pieces as (word, position in the word, id), in any order.
+            word = _where(tf.logical_not(too_long))
+            length, piece_id = self._wordpiece_step(
+                flat_words, bounds, base, word, tf.zeros_like(word), self._first_pieces,
+                rest=tf.gather(flat_words, word))
+            found = _where(length > 0)
+            first_words = tf.gather(word, found)
+            first_ids = tf.gather(piece_id, found)
+            first_failed = tf.gather(word, _where(tf.equal(length, 0)))
+            more = _where((length > 0) & (length < tf.gather(n_chars, word)))
+            word, start = tf.gather(word, more), tf.gather(length, more)
+
+            def next_piece(position, word, start, all_words, all_positions, all_ids, failed):
+                length, piece_id = self._wordpiece_step(
+                    flat_words, bounds, base, word, start, self._continuation_pieces)
+                found = _where(length > 0)
+                new_words = tf.gather(word, found)
+                all_words = tf.concat([all_words, new_words], 0)
+                all_positions = tf.concat(
+                    [all_positions, tf.fill(tf.shape(new_words), position)], 0)
+                all_ids = tf.concat([all_ids, tf.gather(piece_id, found)], 0)
+                failed = tf.concat([failed, tf.gather(word, _where(tf.equal(length, 0)))], 0)
+                start = start + length
+                more = _where((length > 0) & (start < tf.gather(n_chars, word)))
+                return (position + 1, tf.gather(word, more), tf.gather(start, more),
+                        all_words, all_positions, all_ids, failed)
+
+            # The loop carries only the later pieces (few): its concatenations stay cheap.
+            vector = tf.TensorShape([None])
+            empty = tf.zeros([0], tf.int64)
+            _, _, _, later_words, later_positions, later_ids, failed = tf.while_loop(
+                lambda position, word, *_: tf.size(word) > 0, next_piece,
+                (tf.constant(1, tf.int64), word, start, empty, empty, empty, first_failed),
+                shape_invariants=(tf.TensorShape([]),) + (vector,) * 6)
+            all_words = tf.concat([first_words, later_words], 0)
+            all_positions = tf.concat([tf.zeros_like(first_words), later_positions], 0)
+            all_ids = tf.concat([first_ids, later_ids], 0)
+
+            # Words the original replaces by the unknown token: drop their pieces, one [UNK].
+            unknown = too_long | (
+                tf.scatter_nd(tf.expand_dims(failed, 1), tf.ones_like(failed), [m]) > 0)
+            keep = _where(tf.logical_not(tf.gather(unknown, all_words)))
+            unknown_words = _where(unknown)
+            all_words = tf.concat([tf.gather(all_words, keep), unknown_words], 0)
+            all_positions = tf.concat(
+                [tf.gather(all_positions, keep), tf.zeros_like(unknown_words)], 0)
+            all_ids = tf.concat([tf.gather(all_ids, keep),
+                                 tf.fill(tf.shape(unknown_words),
+                                         tf.constant(self._unk_id, tf.int64))], 0)
+            per_word = tf.math.unsorted_segment_sum(tf.ones_like(all_words), all_words, m)
+            word_start = tf.cumsum(per_word, exclusive=True)
+            ids = tf.scatter_nd(
+                tf.expand_dims(tf.gather(word_start, all_words) + all_positions, 1),
+                all_ids, tf.shape(all_ids, out_type=tf.int64))
+            piece_ends = tf.concat([[0], tf.cumsum(per_word)], 0)
+            return tf.RaggedTensor.from_row_splits(
+                ids, tf.gather(piece_ends, words.row_splits), validate=False)
+
+        def _normalize_ascii(self, texts):
+            """Texts of printable ASCII, tab, newline and CR only -> normalized as `_normalize`:
+            there the original's steps reduce to ASCII lower-casing and spaces around its
+            ASCII punctuation (tab, newline and CR stay: the split on whitespace drops them)."""
+            if self.do_lower_case:
+                texts = tf.strings.lower(texts)  # ASCII only, as str.lower on ASCII
+            return tf.strings.regex_replace(texts, "([!-/:-@\\[-`{-~])", " \\1 ")
+
+        def _tokenize_core(self, texts):
+            if not self.ascii_lane:
+                normalized, _, inexact = self._normalize(texts)
+                return self._wordpiece_core(normalized), inexact
+            n = tf.shape(texts, out_type=tf.int64)[0]
+            is_ascii = tf.strings.regex_full_match(texts, "[\\t\\n\\r -~]*")
+
+            def all_ascii():
+                return self._normalize_ascii(texts), tf.zeros([n], tf.bool)
+
+            def mixed():
+                ascii_rows = _where(is_ascii)
+                other_rows = _where(tf.logical_not(is_ascii))
+                other, _, other_inexact = self._normalize(tf.gather(texts, other_rows))
+                normalized = tf.dynamic_stitch(
+                    [tf.cast(ascii_rows, tf.int32), tf.cast(other_rows, tf.int32)],
+                    [self._normalize_ascii(tf.gather(texts, ascii_rows)), other])
+                inexact = tf.scatter_nd(tf.expand_dims(other_rows, 1), other_inexact, [n])
+                return normalized, inexact
+
+            normalized, inexact = tf.cond(tf.reduce_all(is_ascii), all_ascii, mixed)
+            return self._wordpiece_core(normalized), inexact
+
         def _tokenize_ascii(self, texts):
             """Texts of printable ASCII, tab, newline and CR only: the original's steps reduce
             to ASCII lower-casing, and the end-to-end tokenizer splits such text exactly as
@@ -471,6 +702,8 @@ def _make_module_class():
 
         def _tokenize(self, texts):
             texts = tf.convert_to_tensor(texts, tf.string)
+            if self.core_ops:
+                return self._tokenize_core(texts)
             if self._ascii_end_to_end is None:
                 return self._tokenize_general(texts)
             n = tf.shape(texts, out_type=tf.int64)[0]
@@ -490,7 +723,7 @@ def _make_module_class():
 
             return tf.cond(tf.reduce_all(is_ascii), all_ascii, mixed)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         def tokenize_with_check(self, texts):
             """texts [N] -> (ids RaggedTensor int64 [N, None], inexact bool [N]).
 
@@ -499,7 +732,7 @@ def _make_module_class():
             """
             return self._tokenize(texts)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         def __call__(self, texts):
             """texts [N] -> ids RaggedTensor int64 [N, None]; raises on an inexact text."""
             ids, inexact = self._tokenize(texts)
@@ -523,7 +756,17 @@ def TokenizerModule(vocab, do_lower_case=True, **kwargs):  # noqa: N802 (a class
     """Builds the in-graph tokenizer `tf.Module` (see `_make_module_class`).
 
     Args:
-      vocab: dict token -> id (e.g. `load_vocab(path)`).
+      vocab: dict token -> id (e.g. `load_vocab(path)`); it must hold the unknown token.
+      do_lower_case: as for FullTokenizer.
+      core_ops: True (default): a graph of core TensorFlow ops only (WordPiece by hash-table
+        lookups; SavedModels need only `tensorflow`); False: tensorflow-text's WordPiece
+        (faster; SavedModels need `import tensorflow_text` before loading).
+      ascii_lane: the printable-ASCII shortcut (module docstring, points 3 and 5; off only to
+        measure the general route).
+      unk_token, max_input_chars_per_word, name: as FullTokenizer's WordPiece; the tf.Module
+        name.
+    Returns: the module; `module(texts)` and `module.tokenize_with_check(texts)` take
+      tf.string [N] and give ids tf.RaggedTensor int64 [N, None] (and inexact bool [N]).
     """
     return _module_class()(vocab, do_lower_case=do_lower_case, **kwargs)
 
@@ -542,7 +785,8 @@ class FastTokenizer:
     Attributes:
       vocab: dict token -> id; inv_vocab: dict id -> token.
       full_tokenizer: the pure-Python FullTokenizer used for texts the graph flags.
-      module: the in-graph TokenizerModule (tf.Module).
+      module: the in-graph TokenizerModule (tf.Module), in its tensorflow-text mode
+        (core_ops=False).
     """
 
     def __init__(self, vocab_file, do_lower_case=True, batch_size=_BATCH_TEXTS, num_threads=None,
@@ -554,7 +798,7 @@ class FastTokenizer:
         self.batch_size = int(batch_size)
         self.num_threads = int(num_threads or min(2, os.cpu_count() or 1))
         self.module = TokenizerModule(self.vocab, do_lower_case=do_lower_case,
-                                      ascii_lane=ascii_lane)
+                                      ascii_lane=ascii_lane, core_ops=False)
         self.num_fallbacks = 0  # texts handed to FullTokenizer so far (for the curious)
 
     def _run_batches(self, batches):

@@ -103,7 +103,10 @@ def predict_lines(export_dir, lines, batch_size=32):
     info = read_export_info(export_dir)
     task = info["task"]
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401 (registers the WordPiece ops the export uses)
+    try:  # exports made before WordPiece ran in core ops hold tensorflow-text's op
+        import tensorflow_text  # noqa: F401
+    except ImportError:
+        pass
 
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
     names = _FIELDS[task]

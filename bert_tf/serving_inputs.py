@@ -4,9 +4,11 @@
 same input_ids / input_mask / segment_ids as the Python path (FullTokenizer, then
 `bert_tf.data.pairs`: the longer of a/b loses its last token until both fit in
 max_seq_length - 3, ties trim b; an empty or untokenizable b gives the single layout, a cut to
-max_seq_length - 2). Word pieces come from `bert_tf.fast_tokenization.TokenizerModule`, whose
-ids equal FullTokenizer's. The module holds every table as a constant, so a SavedModel that
-contains it needs only `tensorflow` and `tensorflow_text` to run.
+max_seq_length - 2). Word pieces come from `bert_tf.fast_tokenization.TokenizerModule` in its
+core-op mode (`core_ops=True`: normalization tables and WordPiece by hash-table lookups, no
+tensorflow-text op), whose ids equal FullTokenizer's. The module holds every table as a
+constant, so a SavedModel that contains it needs only `tensorflow` to run (plain
+`saved_model_cli run` works).
 
 Functions (all tf.function with fixed signatures, so they export as SavedModel signatures):
   pairs(text_a [N], text_b [N])   -> dict of int32 [N, max_seq_length]: input_ids, input_mask,
@@ -112,7 +114,9 @@ class ServingInputs(tf.Module):
       do_lower_case: as for FullTokenizer.
       max_seq_length: positions per example (>= 3).
       doc_stride: pieces between the starts of a text's windows in `words` (>= 1).
-      tokenizer: an existing TokenizerModule for `vocab` (building one takes seconds).
+      tokenizer: an existing TokenizerModule for `vocab` (building one takes seconds); pass
+        one built with `core_ops=True` (the default) to keep the SavedModel free of
+        tensorflow-text ops.
     """
 
     def __init__(self, vocab, do_lower_case=True, max_seq_length=128, doc_stride=128,
@@ -127,7 +131,10 @@ class ServingInputs(tf.Module):
             raise ValueError(f"ServingInputs: doc_stride={doc_stride}, must be >= 1")
         self.max_seq_length = int(max_seq_length)
         self.doc_stride = int(doc_stride)
-        self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case)
+        # Core TensorFlow ops only, so that a SavedModel holding this module needs nothing
+        # but `tensorflow` (plain `saved_model_cli run` works).
+        self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case,
+                                                      core_ops=True)
         self._cls_id = int(vocab[CLS_TOKEN])
         self._sep_id = int(vocab[SEP_TOKEN])
         self._removed = _character_class(_removed)
