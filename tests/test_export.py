@@ -2,7 +2,8 @@
 
 Each export is built once per module on the golden tiny model with a random head saved as a
 checkpoint; one subprocess (PYTHONPATH empty, importing only tensorflow: the exports hold core
-TensorFlow ops only) loads them all and answers the same strings, compared with our model on FullTokenizer features.
+TensorFlow ops only) loads them all and answers the same strings, compared with our model on
+FullTokenizer features.
 """
 
 import json
@@ -68,7 +69,8 @@ CONTEXTS = [
 # Greek, repeated sub-strings ("Dog,dog": the first occurrence is taken).
 SQUAD_WORDS = ["(dog),", "Café", "naïve;", "Cafe\u0301", "ele\u00adphant", "hot\u00a0dog",
                "1990", "(1990)", "#tag", "北区", "ab力cd", "Dog,dog", "dog.", '"quoted"', "it's",
-               "x-ray:", "hotdog", "the", "fire!", "Ωmega", "ΣΑΣ", "well-known", "end.", "dogdog"]
+               "x-ray:", "hotdog", "the", "fire!", "Ωmega", "ΣΑΣ", "well-known", "end.",
+               "dogdog"]
 SQUAD_QUESTIONS = QUESTIONS + [["what", "who is it?", "where (now)"][i % 3] for i in range(40)]
 SQUAD_CONTEXTS = CONTEXTS + [
     " ".join(SQUAD_WORDS[(i * 5 + 3 * j * j + j) % len(SQUAD_WORDS)] for j in range(3 + i * 7 % 11))
@@ -144,7 +146,8 @@ def served(exports, tmp_path_factory):
         for name, (path, kwargs) in {jobs!r}.items():
             loaded = tf.saved_model.load(path)
             signature = "single" if name.endswith("_single") else "serving_default"
-            result = loaded.signatures[signature](**{{k: tf.constant(v) for k, v in kwargs.items()}})
+            inputs = {{k: tf.constant(v) for k, v in kwargs.items()}}
+            result = loaded.signatures[signature](**inputs)
             out[name] = {{k: v.numpy().tolist() for k, v in result.items()}}
         print(json.dumps(out, default=lambda b: b.decode("utf-8")))
     """
@@ -380,7 +383,7 @@ def test_doc_stride_defaults_to_the_training_scripts(golden, tables, exports):
     run_squad.py (128), so its answers are the evaluation's."""
     config, _, vocab_file, _ = golden
     for task, labels, stride in (("tagging", TAGS, 64), ("squad", None, 128)):
-        checkpoint = str(exports[task][1].parent / f"{task}_ckpt" / "model.ckpt")
+        checkpoint = os.path.join(os.path.dirname(exports[task][1]), f"{task}_ckpt", "model.ckpt")
         module, info = export.build_export(task, config, checkpoint, vocab_file,
                                            max_seq_length=MAX_SEQ_LENGTH, labels=labels,
                                            max_query_length=6, tokenizer=tables)
