@@ -45,3 +45,21 @@ def load_recorder(topic):
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (scripts/test.sh runs `-n 2 --dist loadgroup`): the tests of a module
+    that has a module-scoped fixture (a trained model, exported SavedModels, traced tokenizers)
+    form one group, run by one worker, so that the fixture is built once rather than once per
+    worker; and the slow tests are handed out first, so that no worker is left finishing a long
+    test alone while the other is idle. A run without xdist keeps the file order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    shared = {item.module.__name__ for item in items
+              if any(defs[-1].scope == "module"
+                     for defs in item._fixtureinfo.name2fixturedefs.values())}
+    for item in items:
+        if item.module.__name__ in shared:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

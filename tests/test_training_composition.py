@@ -4,7 +4,9 @@ with LAMB + fp16 + accumulation: tests/test_training_loop.py."""
 import numpy as np
 import pytest
 
-from test_training_helpers import read_checkpoint, run_driver, tiny_options, write_config
+from test_training_helpers import (
+    read_checkpoint, run_driver, run_in_process, tiny_options, write_config,
+)
 
 
 def _assert_checkpoints_close(a, b, atol):
@@ -22,7 +24,8 @@ def test_mirrored_lamb_accumulation_xla_equals_default(tmp_path):
                  attention_probs_dropout_prob=0.0)
     common = dict(shuffle_buffer_size=0, num_train_steps=4, save_checkpoints_steps=4,
                   iterations_per_loop=2, train_batch_size=8, optimizer="lamb", do_eval=True)
-    single = run_driver(tiny_options(tmp_path, tmp_path / "single", **common))
+    single = run_in_process(tiny_options(tmp_path, tmp_path / "single", **common),
+                            pretraining=True)
     mirrored = run_driver(tiny_options(tmp_path, tmp_path / "mirrored", strategy="mirrored",
                                        cpus=2, gradient_accumulation_steps=2, use_xla=True,
                                        **common))

@@ -185,21 +185,38 @@ def make_task(args):
     return getattr(importlib.import_module(module), name)(**args.pop("task"))
 
 
-def run_in_process(args):
-    """What FINETUNE_DRIVER does under the default strategy, in this process (one process
-    start less): train, then eval if asked. Returns the driver's RESULT dict."""
+def run_in_process(args, pretraining=False):
+    """What FINETUNE_DRIVER (DRIVER when `pretraining`) does under the default strategy, in
+    this process (one process start, about 5 s, less): train, or restore the weights when
+    "do_train" is false, then eval if asked. Returns the driver's RESULT dict."""
     from bert_tf.config import BertConfig
     from bert_tf.training.trainer import Trainer, TrainerOptions
 
     args = dict(args)
     config = BertConfig.from_json_file(args.pop("bert_config_file"))
-    task = make_task(args)
-    train_files, eval_files = args.pop("input_files"), args.pop("eval_files", None)
-    do_eval = args.pop("do_eval", False)
-    trainer = Trainer(config, task, TrainerOptions(**args))
+    do_train, do_eval = args.pop("do_train", True), args.pop("do_eval", False)
+    if pretraining:
+        from bert_tf.training import input_pipeline
+        from bert_tf.training.loop import Pretrainer, PretrainingOptions
+
+        options = PretrainingOptions(**args)
+        input_pipeline.check_records(options.input_files, options.max_seq_length,
+                                     options.max_predictions_per_seq)
+        trainer = Pretrainer(config, options)
+        train_args, evaluate = (), trainer.evaluate
+    else:
+        task = make_task(args)
+        train_files, eval_files = args.pop("input_files"), args.pop("eval_files", None)
+        trainer = Trainer(config, task, TrainerOptions(**args))
+        train_args = (train_files,)
+        evaluate = lambda: trainer.evaluate(eval_files, pad_final_batch=True)  # noqa: E731
     history = []
-    checkpoint = trainer.train(train_files, step_callback=lambda s, v: history.append([s, v]))
-    results = trainer.evaluate(eval_files, pad_final_batch=True) if do_eval else {}
+    if do_train:
+        checkpoint = trainer.train(*train_args,
+                                   step_callback=lambda s, v: history.append([s, v]))
+    else:
+        checkpoint = trainer.restore(weights_only=True)
+    results = evaluate() if do_eval else {}
     return {"checkpoint": checkpoint, "history": history,
             "results": {k: float(v) for k, v in results.items()}}
 

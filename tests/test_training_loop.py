@@ -12,8 +12,14 @@ import pytest
 
 from test_training_helpers import (
     DRIVER, GOLDEN_TRAIN, assert_checkpoints_identical, assert_matches_golden, env,
-    kill_after_checkpoint, read_checkpoint, run_driver, state_lists, tiny_options,
+    kill_after_checkpoint, read_checkpoint, run_driver, run_in_process, state_lists,
+    tiny_options,
 )
+
+
+def run_here(args):
+    """DRIVER's run under the default strategy, in this process."""
+    return run_in_process(args, pretraining=True)
 
 needs_golden = pytest.mark.skipif(
     not GOLDEN_TRAIN.is_dir(), reason=f"golden fixtures absent: {GOLDEN_TRAIN} not found"
@@ -43,7 +49,7 @@ def golden_args(output_dir, **overrides):
 @needs_golden
 @pytest.mark.slow
 def test_three_steps_match_the_original_and_its_checkpoint_resumes(tmp_path):
-    out = run_driver(golden_args(tmp_path / "out"))
+    out = run_here(golden_args(tmp_path / "out"))
     expected = json.loads((GOLDEN_TRAIN / "expected_losses.json").read_text())
     for (step, ours), golden in zip(out["history"], expected["steps"]):
         assert step == golden["step"]
@@ -69,7 +75,7 @@ def test_three_steps_match_the_original_and_its_checkpoint_resumes(tmp_path):
     for suffix in (".index", ".data-00000-of-00001"):
         shutil.copy(GOLDEN_TRAIN / f"after_3_steps.ckpt{suffix}", original / f"model.ckpt-3{suffix}")
     (original / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-3"\n')
-    resumed = [run_driver(golden_args(d, save_checkpoints_steps=6, iterations_per_loop=4))
+    resumed = [run_here(golden_args(d, save_checkpoints_steps=6, iterations_per_loop=4))
                for d in (ours_dir, original)]
     for out in resumed:
         assert [s for s, _ in out["history"]] == [3, 4, 5, 6, 7, 8, 9]
@@ -84,8 +90,8 @@ def test_three_steps_match_the_original_and_its_checkpoint_resumes(tmp_path):
 @pytest.mark.slow
 def test_eval_metrics_of_init_checkpoint_match_the_original_losses(tmp_path):
     expected = json.loads((GOLDEN_TRAIN / "expected_losses.json").read_text())["steps"][0]
-    out = run_driver(golden_args(tmp_path / "out", eval_batch_size=4, max_eval_steps=1,
-                                 do_train=False, do_eval=True))
+    out = run_here(golden_args(tmp_path / "out", eval_batch_size=4, max_eval_steps=1,
+                               do_train=False, do_eval=True))
     results = out["results"]
     assert results["global_step"] == 0
     assert results["loss"] == pytest.approx(expected["total_loss"], rel=1e-5)
@@ -107,7 +113,7 @@ def test_mirrored_on_two_cpus_equals_default(tmp_path):
     from test_training_helpers import write_config
     write_config(tmp_path / "bert_config.json", hidden_dropout_prob=0.0,
                  attention_probs_dropout_prob=0.0)
-    single = run_driver(tiny_options(tmp_path, tmp_path / "single", **common))
+    single = run_here(tiny_options(tmp_path, tmp_path / "single", **common))
     mirrored = run_driver(tiny_options(tmp_path, tmp_path / "mirrored", strategy="mirrored",
                                        cpus=2, **common))
     a = read_checkpoint(tmp_path / "single" / "model.ckpt-4")
@@ -131,7 +137,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path, scale_opti
     total = 40
     args = dict(num_train_steps=total, save_checkpoints_steps=2, iterations_per_loop=1,
                 num_warmup_steps=3, keep_checkpoint_max=3, **scale_options)
-    reference = run_driver(tiny_options(tmp_path, tmp_path / "reference", **args))
+    reference = run_here(tiny_options(tmp_path, tmp_path / "reference", **args))
     assert reference["checkpoint"].endswith(f"model.ckpt-{total}")
 
     interrupted = tmp_path / "interrupted"
@@ -140,7 +146,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path, scale_opti
         kill_after_checkpoint(tiny_options(tmp_path, interrupted, **args), interrupted,
                               kill_after_step, rng)
         assert not state_lists(interrupted, total)
-    resumed = run_driver(tiny_options(tmp_path, interrupted, **args))
+    resumed = run_here(tiny_options(tmp_path, interrupted, **args))
     assert resumed["checkpoint"].endswith(f"model.ckpt-{total}")
     assert resumed["history"][0][0] >= 10  # it did resume
     assert_checkpoints_identical(tmp_path / "reference" / f"model.ckpt-{total}",
