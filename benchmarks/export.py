@@ -23,7 +23,6 @@ from common import BERT_BASE, REPO, print_machine_header, print_table  # noqa: E
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402,F401
 
 from bert_tf import export  # noqa: E402
 from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
