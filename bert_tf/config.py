@@ -28,7 +28,13 @@ _POSITIVE_INT_KEYS = (
     "type_vocab_size",
 )
 _PROBABILITY_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
-ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
+# "gelu" is the original's: the tanh approximation. "gelu_exact" is the erf form, which Hugging
+# Face configs call "gelu" and ELECTRA computes; the original code refuses it ("Unsupported
+# activation") rather than computing the other function.
+ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
+# The original's LayerNorm epsilon (tf.contrib.layers.layer_norm); a config may set another
+# with the optional key `layer_norm_eps`, which the original code ignores.
+DEFAULT_LAYER_NORM_EPS = 1e-12
 
 
 class BertConfigError(ValueError):
@@ -39,7 +45,9 @@ class BertConfig:
     """Configuration of a BERT model; every key of the original `bert_config.json`.
 
     Keys the original does not know (e.g. those of the multilingual releases) are kept as
-    attributes and written back by `to_dict`/`to_json_string`.
+    attributes and written back by `to_dict`/`to_json_string`. Of those, `layer_norm_eps`
+    (default 1e-12, the original's) sets the epsilon of every LayerNorm; it is written back only
+    when it was given.
     """
 
     def __init__(
@@ -72,6 +80,7 @@ class BertConfig:
         self._extra_keys = list(extra)
         for key, value in extra.items():
             setattr(self, key, value)
+        self.layer_norm_eps = extra.get("layer_norm_eps", DEFAULT_LAYER_NORM_EPS)
         self._validate(source)
 
     def _validate(self, source):
@@ -87,6 +96,9 @@ class BertConfig:
         init = self.initializer_range
         if isinstance(init, bool) or not isinstance(init, (int, float)) or init <= 0:
             problems.append(f"initializer_range must be a positive number, got {init!r}")
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+            problems.append(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")
         if self.hidden_act not in ACTIVATIONS:
             problems.append(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {self.hidden_act!r}")
         if not problems and self.hidden_size % self.num_attention_heads:

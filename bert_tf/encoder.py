@@ -44,6 +44,7 @@ class BertModel(keras.Model):
             max_position_embeddings=config.max_position_embeddings,
             hidden_dropout_prob=config.hidden_dropout_prob,
             initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
             name="embeddings",
         )
         self.encoder = TransformerEncoder(
@@ -55,6 +56,7 @@ class BertModel(keras.Model):
             hidden_dropout_prob=config.hidden_dropout_prob,
             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
             name="encoder",
         )
         self.pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.initializers import truncated_normal
-from bert_tf.layers.layer_norm import layer_norm
+from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 
 
 def gather_indexes(sequence_tensor, positions):
@@ -27,7 +27,8 @@ class MaskedLMHead(keras.layers.Layer):
     The logits and log-softmax are float32.
     """
 
-    def __init__(self, vocab_size, hidden_size, hidden_act="gelu", initializer_range=0.02, **kwargs):
+    def __init__(self, vocab_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
+                 layer_norm_eps=LAYER_NORM_EPSILON, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -37,7 +38,8 @@ class MaskedLMHead(keras.layers.Layer):
             hidden_size, activation=get_activation(hidden_act),
             kernel_initializer=truncated_normal(initializer_range), name="transform",
         )
-        self.layer_norm = layer_norm("transform_layer_norm")
+        self.layer_norm_eps = layer_norm_eps
+        self.layer_norm = layer_norm("transform_layer_norm", layer_norm_eps)
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
@@ -70,6 +72,7 @@ class MaskedLMHead(keras.layers.Layer):
             hidden_size=self.hidden_size,
             hidden_act=self.hidden_act,
             initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
         )
         return config
 

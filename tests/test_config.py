@@ -35,6 +35,8 @@ def test_reads_golden_config():
         (dict(hidden_act="swish"), "hidden_act must be one of"),
         (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob must be a number in [0, 1)"),
         (dict(initializer_range=0), "initializer_range must be a positive number"),
+        (dict(layer_norm_eps=0), "layer_norm_eps must be a number in (0, 1)"),
+        (dict(layer_norm_eps="1e-12"), "layer_norm_eps must be a number in (0, 1)"),
     ],
 )
 def test_invalid_values_are_named(tmp_path, overrides, message):
@@ -64,3 +66,15 @@ def test_unreadable_files(tmp_path):
     bad.write_text("[1, 2]")
     with pytest.raises(BertConfigError, match="expected a JSON object"):
         BertConfig.from_json_file(bad)
+
+
+def test_layer_norm_eps_and_gelu_exact(tmp_path):
+    config = BertConfig.from_dict(tiny_config_dict())
+    assert config.layer_norm_eps == 1e-12
+    assert "layer_norm_eps" not in config.to_dict()  # a Google config is written back as it was
+    config = BertConfig.from_dict(tiny_config_dict(layer_norm_eps=1e-7, hidden_act="gelu_exact"))
+    assert config.layer_norm_eps == 1e-7 and config.hidden_act == "gelu_exact"
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(path)
+    assert json.loads(path.read_text())["layer_norm_eps"] == 1e-7
+    assert BertConfig.from_json_file(path) == config

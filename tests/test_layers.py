@@ -54,8 +54,40 @@ def test_activations_by_name():
     np.testing.assert_allclose(get_activation("relu")(x).numpy(), [0.0, 0.5])
     np.testing.assert_allclose(get_activation("tanh")(x).numpy(), np.tanh([-2.0, 0.5]), rtol=1e-6)
     np.testing.assert_allclose(get_activation("linear")(x).numpy(), [-2.0, 0.5])
-    with pytest.raises(ValueError, match="hidden_act must be one of gelu, relu, tanh, linear, got 'swish'"):
+    with pytest.raises(ValueError,
+                       match="hidden_act must be one of gelu, gelu_exact, relu, tanh, linear, "
+                             "got 'swish'"):
         get_activation("swish")
+
+
+@pytest.mark.parametrize("dtype, tol", [("float32", 1e-6), ("bfloat16", 2 ** -8)])
+def test_gelu_exact_is_the_erf_form(dtype, tol):
+    x = np.linspace(-6, 6, 101)
+    expected = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    x_in = tf.cast(tf.constant(x, tf.float32), dtype)
+    y = get_activation("gelu_exact")(x_in)
+    assert y.dtype == dtype
+    # float32: a few ulps; bfloat16: one rounding of the output (relative 2^-8) plus the
+    # rounding of the input, whose effect is at most |d gelu / dx| <= 1.13 times it.
+    x_rounded = tf.cast(x_in, tf.float64).numpy()
+    expected = 0.5 * x_rounded * (1 + np.vectorize(math.erf)(x_rounded / math.sqrt(2)))
+    np.testing.assert_allclose(tf.cast(y, tf.float64).numpy(), expected, rtol=tol, atol=1e-6)
+
+
+def test_layer_norm_eps_reaches_every_layer_norm():
+    from bert_tf.config import BertConfig
+    from bert_tf.pretraining import BertPretrainingModel
+
+    config = BertConfig(vocab_size=30, hidden_size=H, num_hidden_layers=2, num_attention_heads=A,
+                        intermediate_size=I, max_position_embeddings=20, layer_norm_eps=1e-5)
+    model = BertPretrainingModel(config)
+    epsilons = [layer.epsilon for layer in model._flatten_layers()
+                if isinstance(layer, keras.layers.LayerNormalization)]
+    assert len(epsilons) == 1 + 2 * 2 + 1 and set(epsilons) == {1e-5}
+    default = BertPretrainingModel(BertConfig(vocab_size=30, hidden_size=H, num_hidden_layers=1,
+                                              num_attention_heads=A, intermediate_size=I))
+    assert {layer.epsilon for layer in default._flatten_layers()
+            if isinstance(layer, keras.layers.LayerNormalization)} == {1e-12}
 
 
 def _layers():
@@ -63,6 +95,7 @@ def _layers():
         BertEmbeddings(37, H, 2, 20, 0.1, 0.02),
         SelfAttention(H, A, 0.1, 0.02),
         TransformerBlock(H, A, I, "relu", 0.1, 0.1, 0.02),
+        TransformerBlock(H, A, I, "gelu_exact", 0.1, 0.1, 0.02, layer_norm_eps=1e-6),
         TransformerEncoder(2, hidden_size=H, num_attention_heads=A, intermediate_size=I, hidden_act="tanh"),
         Pooler(H, 0.02),
     ]

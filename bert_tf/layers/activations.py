@@ -5,6 +5,7 @@ import math
 import tensorflow as tf
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_SQRT_HALF = math.sqrt(0.5)
 
 
 def gelu_reference(x):
@@ -61,15 +62,30 @@ def gelu(x):
     return _gelu_forward(x), gradient
 
 
+def gelu_exact(x):
+    """The exact GELU `x * Phi(x) = x * 0.5 * (1 + erf(x / sqrt(2)))`: `"gelu_exact"` in our
+    configs, `"gelu"` in Hugging Face's and in ELECTRA's code. Computed in float32.
+
+    Args:
+      x: float tensor of any shape.
+    Returns:
+      A tensor of the same shape and dtype.
+    """
+    x32 = tf.cast(x, tf.float32)
+    return tf.cast(x32 * (0.5 * (1.0 + tf.math.erf(x32 * _SQRT_HALF))), x.dtype)
+
+
 def linear(x):
     return x
 
 
-_ACTIVATIONS = {"gelu": gelu, "relu": tf.nn.relu, "tanh": tf.tanh, "linear": linear}
+_ACTIVATIONS = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": tf.nn.relu, "tanh": tf.tanh,
+                "linear": linear}
 
 
 def get_activation(name):
-    """Maps a `hidden_act` string ("gelu", "relu", "tanh", "linear") to a function."""
+    """Maps a `hidden_act` string ("gelu" = tanh form, "gelu_exact", "relu", "tanh", "linear")
+    to a function."""
     try:
         return _ACTIVATIONS[name]
     except (KeyError, TypeError):

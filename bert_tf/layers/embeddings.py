@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.initializers import truncated_normal
-from bert_tf.layers.layer_norm import layer_norm
+from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -26,6 +26,7 @@ class BertEmbeddings(keras.layers.Layer):
         max_position_embeddings,
         hidden_dropout_prob,
         initializer_range,
+        layer_norm_eps=LAYER_NORM_EPSILON,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -35,7 +36,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.max_position_embeddings = max_position_embeddings
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
-        self.layer_norm = layer_norm("LayerNorm")
+        self.layer_norm_eps = layer_norm_eps
+        self.layer_norm = layer_norm("LayerNorm", layer_norm_eps)
         self.dropout = keras.layers.Dropout(hidden_dropout_prob)
 
     def build(self, input_shape=None):
@@ -83,5 +85,6 @@ class BertEmbeddings(keras.layers.Layer):
             max_position_embeddings=self.max_position_embeddings,
             hidden_dropout_prob=self.hidden_dropout_prob,
             initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
         )
         return config

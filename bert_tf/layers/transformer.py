@@ -6,7 +6,7 @@ import tensorflow as tf
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.attention import SelfAttention
 from bert_tf.layers.initializers import truncated_normal
-from bert_tf.layers.layer_norm import layer_norm
+from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -29,6 +29,7 @@ class TransformerBlock(keras.layers.Layer):
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1,
         initializer_range=0.02,
+        layer_norm_eps=LAYER_NORM_EPSILON,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -39,6 +40,7 @@ class TransformerBlock(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
         self.activation = get_activation(hidden_act)
         init = truncated_normal(initializer_range)
         self.self_attention = SelfAttention(
@@ -48,12 +50,12 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_output = keras.layers.Dense(
             hidden_size, kernel_initializer=init, name="attention_output"
         )
-        self.attention_layer_norm = layer_norm("attention_layer_norm")
+        self.attention_layer_norm = layer_norm("attention_layer_norm", layer_norm_eps)
         self.intermediate = keras.layers.Dense(
             intermediate_size, kernel_initializer=init, name="intermediate"
         )
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output")
-        self.output_layer_norm = layer_norm("output_layer_norm")
+        self.output_layer_norm = layer_norm("output_layer_norm", layer_norm_eps)
         self.dropout = keras.layers.Dropout(hidden_dropout_prob)
 
     def build(self, input_shape=None):
@@ -91,5 +93,6 @@ class TransformerBlock(keras.layers.Layer):
             hidden_dropout_prob=self.hidden_dropout_prob,
             attention_probs_dropout_prob=self.attention_probs_dropout_prob,
             initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
         )
         return config
