@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.electra.model import ElectraPretrainingModel
 from bert_tf.encoder import BertModel
 from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
@@ -60,30 +61,27 @@ def head_scope(head):
     raise TypeError(f"no checkpoint names for a head of type {type(head).__name__}")
 
 
-def original_variable_map(model):
-    """The original checkpoint name of every variable of `model`.
+def encoder_scope(config):
+    """The checkpoint scope of an encoder of `config`: "bert", or "electra" for ELECTRA's."""
+    return "electra" if config.model_type == "electra" else "bert"
 
-    Args:
-      model: a `BertModel` (names under `bert/`), a `BertPretrainingModel` (also `cls/`) or a
-        `BertTaskModel` (also its head's `output_weights` and `output_bias`, see _HEAD_SCOPES).
-    Returns:
-      dict original name -> Keras variable, in the order of the original checkpoint table.
-    """
-    if isinstance(model, (BertPretrainingModel, BertTaskModel)):
-        bert = model.bert
-    elif isinstance(model, BertModel):
-        bert = model
-    else:
-        raise TypeError("expected a BertModel, BertPretrainingModel or BertTaskModel, got "
-                        f"{type(model).__name__}")
-    table = {}
-    embeddings = bert.embeddings
-    table["bert/embeddings/word_embeddings"] = embeddings.word_embeddings
-    table["bert/embeddings/token_type_embeddings"] = embeddings.token_type_embeddings
-    table["bert/embeddings/position_embeddings"] = embeddings.position_embeddings
-    _add_layer_norm(table, "bert/embeddings/LayerNorm", embeddings.layer_norm)
+
+def _add_embeddings(table, scope, embeddings):
+    table[f"{scope}/embeddings/word_embeddings"] = embeddings.word_embeddings
+    table[f"{scope}/embeddings/token_type_embeddings"] = embeddings.token_type_embeddings
+    table[f"{scope}/embeddings/position_embeddings"] = embeddings.position_embeddings
+    _add_layer_norm(table, f"{scope}/embeddings/LayerNorm", embeddings.layer_norm)
+
+
+def _add_encoder(table, bert, scope, embeddings=True):
+    """`bert`'s variables under `scope/`; its embeddings too unless `embeddings` is False
+    (ELECTRA's generator shares the discriminator's, named under `electra/`)."""
+    if embeddings:
+        _add_embeddings(table, scope, bert.embeddings)
+    if bert.embeddings_project is not None:
+        _add_dense(table, f"{scope}/embeddings_project", bert.embeddings_project)
     for i, block in enumerate(bert.encoder.blocks):
-        prefix = f"bert/encoder/layer_{i}"
+        prefix = f"{scope}/encoder/layer_{i}"
         attention = block.self_attention
         _add_dense(table, f"{prefix}/attention/self/query", attention.query)
         _add_dense(table, f"{prefix}/attention/self/key", attention.key)
@@ -93,7 +91,58 @@ def original_variable_map(model):
         _add_dense(table, f"{prefix}/intermediate/dense", block.intermediate)
         _add_dense(table, f"{prefix}/output/dense", block.output_dense)
         _add_layer_norm(table, f"{prefix}/output/LayerNorm", block.output_layer_norm)
-    _add_dense(table, "bert/pooler/dense", bert.pooler.dense)
+    if bert.pooler is not None:
+        _add_dense(table, f"{scope}/pooler/dense", bert.pooler.dense)
+
+
+def _add_electra_pretraining(table, model):
+    """google-research/electra's names, in the order its graph creates the variables: the
+    generator first (with tied embeddings it creates `electra/embeddings`), its head, then the
+    discriminator and its head."""
+    generator, discriminator = model.generator, model.discriminator
+    shared_embeddings = False
+    if discriminator is None:  # the masked LM alone (electra_objective false)
+        _add_encoder(table, generator, "electra")
+    elif generator is not None and generator is not discriminator:
+        shared_embeddings = generator.embeddings is discriminator.embeddings
+        if shared_embeddings:
+            _add_embeddings(table, "electra", discriminator.embeddings)
+        _add_encoder(table, generator, "generator", embeddings=not shared_embeddings)
+    if model.generator_head is not None:
+        head = model.generator_head
+        _add_dense(table, "generator_predictions/dense", head.dense)
+        _add_layer_norm(table, "generator_predictions/LayerNorm", head.layer_norm)
+        table["generator_predictions/output_bias"] = head.output_bias
+    if discriminator is not None:
+        _add_encoder(table, discriminator, "electra", embeddings=not shared_embeddings)
+        _add_dense(table, "discriminator_predictions/dense", model.discriminator_head.dense)
+        _add_dense(table, "discriminator_predictions/dense_1", model.discriminator_head.dense_1)
+
+
+def original_variable_map(model):
+    """The original checkpoint name of every variable of `model`.
+
+    Args:
+      model: a `BertModel` (names under `bert/`, or `electra/` for a config of model_type
+        "electra"), a `BertPretrainingModel` (also `cls/`), a `BertTaskModel` (also its head's
+        `output_weights` and `output_bias`, see _HEAD_SCOPES) or an `ElectraPretrainingModel`
+        (google-research/electra's names: `electra/`, `generator/`, `generator_predictions/`,
+        `discriminator_predictions/`).
+    Returns:
+      dict original name -> Keras variable, in the order of the original checkpoint table.
+    """
+    table = {}
+    if isinstance(model, ElectraPretrainingModel):
+        _add_electra_pretraining(table, model)
+    else:
+        if isinstance(model, (BertPretrainingModel, BertTaskModel)):
+            bert = model.bert
+        elif isinstance(model, BertModel):
+            bert = model
+        else:
+            raise TypeError("expected a BertModel, BertPretrainingModel, BertTaskModel or "
+                            f"ElectraPretrainingModel, got {type(model).__name__}")
+        _add_encoder(table, bert, encoder_scope(bert.config))
     if isinstance(model, BertPretrainingModel):
         _add_dense(table, "cls/predictions/transform/dense", model.masked_lm.dense)
         _add_layer_norm(table, "cls/predictions/transform/LayerNorm", model.masked_lm.layer_norm)
@@ -110,6 +159,15 @@ def original_variable_map(model):
     if unmapped or len(mapped) != len(table) or len(model.weights) != len(table):
         raise AssertionError(f"checkpoint name table out of date; unmapped variables: {unmapped}")
     return table
+
+
+def _required_scopes(model):
+    """Name prefixes every variable of which a checkpoint of `model` must hold (the encoders';
+    a fine-tuning head may be absent)."""
+    if isinstance(model, ElectraPretrainingModel):
+        return ("electra/", "generator/")
+    bert = model if isinstance(model, BertModel) else model.bert
+    return (encoder_scope(bert.config) + "/",)
 
 
 @dataclasses.dataclass
@@ -209,12 +267,13 @@ def load_original_checkpoint(model, path):
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
     table = original_variable_map(model)
+    required = _required_scopes(model)
 
     problems, not_in_checkpoint, unused = [], [], []
     slots, global_step = {}, None
     for name, variable in table.items():
         if name not in shapes:
-            if name.startswith("bert/"):
+            if name.startswith(required):
                 problems.append(f"{name}: expected shape {_shape(variable.shape)}, not in checkpoint")
             else:
                 not_in_checkpoint.append(name)
@@ -237,7 +296,7 @@ def load_original_checkpoint(model, path):
                 )
             else:
                 slots.setdefault(slot, {})[base] = reader.get_tensor(name)
-        elif name.startswith("bert/"):
+        elif name.startswith(required):
             problems.append(f"{name}: not a variable of this model (found shape {_shape(shapes[name])})")
         else:
             unused.append(name)

@@ -32,6 +32,10 @@ _PROBABILITY_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 # Face configs call "gelu" and ELECTRA computes; the original code refuses it ("Unsupported
 # activation") rather than computing the other function.
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
+# The encoder families a config may name in the optional key `model_type`: "bert" (the default:
+# scope `bert/`, a tanh pooler) or "electra" (google-research/electra: scope `electra/`, no pooler;
+# the pooled output is the [CLS] vector itself, which its fine-tuning heads read).
+MODEL_TYPES = ("bert", "electra")
 # The original's LayerNorm epsilon (tf.contrib.layers.layer_norm); a config may set another
 # with the optional key `layer_norm_eps`, which the original code ignores.
 DEFAULT_LAYER_NORM_EPS = 1e-12
@@ -46,8 +50,10 @@ class BertConfig:
 
     Keys the original does not know (e.g. those of the multilingual releases) are kept as
     attributes and written back by `to_dict`/`to_json_string`. Of those, `layer_norm_eps`
-    (default 1e-12, the original's) sets the epsilon of every LayerNorm; it is written back only
-    when it was given.
+    (default 1e-12, the original's) sets the epsilon of every LayerNorm; `embedding_size` (E,
+    default hidden_size; ELECTRA's) the width of the embeddings, projected to hidden_size by a
+    dense `embeddings_project` when it differs; `model_type` ("bert" or "electra", see
+    MODEL_TYPES) the encoder family. Each is written back only when it was given.
     """
 
     def __init__(
@@ -81,6 +87,10 @@ class BertConfig:
         for key, value in extra.items():
             setattr(self, key, value)
         self.layer_norm_eps = extra.get("layer_norm_eps", DEFAULT_LAYER_NORM_EPS)
+        # ELECTRA's hparams write null for "the hidden size".
+        embedding_size = extra.get("embedding_size")
+        self.embedding_size = hidden_size if embedding_size is None else embedding_size
+        self.model_type = extra.get("model_type", "bert")
         self._validate(source)
 
     def _validate(self, source):
@@ -99,6 +109,12 @@ class BertConfig:
         eps = self.layer_norm_eps
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
             problems.append(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")
+        emb = self.embedding_size
+        if isinstance(emb, bool) or not isinstance(emb, int) or emb <= 0:
+            problems.append(f"embedding_size must be a positive integer, got {emb!r}")
+        if self.model_type not in MODEL_TYPES:
+            problems.append(f"model_type must be one of {', '.join(MODEL_TYPES)}, got "
+                            f"{self.model_type!r}")
         if self.hidden_act not in ACTIVATIONS:
             problems.append(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {self.hidden_act!r}")
         if not problems and self.hidden_size % self.num_attention_heads:

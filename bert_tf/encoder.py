@@ -1,4 +1,6 @@
-"""`BertModel`: the BERT encoder (embeddings, transformer stack, pooler), without heads."""
+"""`BertModel`: the BERT encoder (embeddings, transformer stack, pooler), without heads; with
+`model_type: "electra"` in the config, ELECTRA's variant of it (embeddings of width
+`embedding_size` projected to hidden_size, no pooler)."""
 
 import keras
 
@@ -22,31 +24,52 @@ def check_inputs(inputs, names, model_name):
 
 
 class BertModel(keras.Model):
-    """The encoder of the original `modeling.BertModel`.
+    """The encoder of the original `modeling.BertModel` (and of ELECTRA's `model/modeling.py`).
 
     Call with a dict of int tensors `input_ids`, `input_mask` (1 = real token, 0 = padding) and
     `segment_ids`, each [B, S]. Returns a dict:
       `embedding_output` [B, S, H], `all_encoder_layers` (list of L [B, S, H]),
       `sequence_output` [B, S, H] (the last layer), `pooled_output` [B, H].
     Dropout runs only with `training=True`. All variables exist once the model is constructed.
+
+    With `config.embedding_size` E != H the embeddings are E wide and a dense
+    `embeddings_project` [E, H] (Glorot-uniform initialised, as ELECTRA's tf.layers.dense
+    default) maps them to H; `embedding_output` is the projected one. With
+    `config.model_type == "electra"` there is no pooler: `pooled_output` is the [CLS] vector
+    `sequence_output[:, 0]`, what ELECTRA's fine-tuning heads read.
+
+    Args:
+      config: a `BertConfig` (or its dict).
+      embeddings: optional `BertEmbeddings` layer of another model to share (ELECTRA's
+        generator uses the discriminator's whole embedding scope); its width must be E.
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, embeddings=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         kwargs.setdefault("name", "bert")
         super().__init__(**kwargs)
         self.config = config
-        self.embeddings = BertEmbeddings(
-            vocab_size=config.vocab_size,
-            hidden_size=config.hidden_size,
-            type_vocab_size=config.type_vocab_size,
-            max_position_embeddings=config.max_position_embeddings,
-            hidden_dropout_prob=config.hidden_dropout_prob,
-            initializer_range=config.initializer_range,
-            layer_norm_eps=config.layer_norm_eps,
-            name="embeddings",
-        )
+        if embeddings is None:
+            embeddings = BertEmbeddings(
+                vocab_size=config.vocab_size,
+                hidden_size=config.embedding_size,
+                type_vocab_size=config.type_vocab_size,
+                max_position_embeddings=config.max_position_embeddings,
+                hidden_dropout_prob=config.hidden_dropout_prob,
+                initializer_range=config.initializer_range,
+                layer_norm_eps=config.layer_norm_eps,
+                name="embeddings",
+            )
+        elif embeddings.hidden_size != config.embedding_size:
+            raise ValueError(f"shared embeddings are {embeddings.hidden_size} wide, the config's "
+                             f"embedding_size is {config.embedding_size}")
+        self.embeddings = embeddings
+        self.embeddings_project = None
+        if config.embedding_size != config.hidden_size:
+            self.embeddings_project = keras.layers.Dense(
+                config.hidden_size, kernel_initializer="glorot_uniform",
+                name="embeddings_project")
         self.encoder = TransformerEncoder(
             num_hidden_layers=config.num_hidden_layers,
             hidden_size=config.hidden_size,
@@ -59,18 +82,24 @@ class BertModel(keras.Model):
             layer_norm_eps=config.layer_norm_eps,
             name="encoder",
         )
-        self.pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
+        self.pooler = None
+        if config.model_type == "bert":
+            self.pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
         self.build()
 
     def build(self, input_shape=None):
-        self.embeddings.build()
+        if not self.embeddings.built:
+            self.embeddings.build()
+        if self.embeddings_project is not None:
+            self.embeddings_project.build((None, None, self.config.embedding_size))
         self.encoder.build()
-        self.pooler.build()
+        if self.pooler is not None:
+            self.pooler.build()
         self.built = True
 
     @property
     def embedding_table(self):
-        """The word embeddings [V, H] (float32), shared with the masked-LM output layer."""
+        """The word embeddings [V, E] (float32), shared with the masked-LM output layer."""
         return self.embeddings.word_embeddings
 
     def call(self, inputs, training=False):
@@ -78,13 +107,19 @@ class BertModel(keras.Model):
         embedding_output = self.embeddings(
             inputs["input_ids"], inputs["segment_ids"], training=training
         )
+        if self.embeddings_project is not None:
+            embedding_output = self.embeddings_project(embedding_output)
         all_encoder_layers = self.encoder(embedding_output, inputs["input_mask"], training=training)
         sequence_output = all_encoder_layers[-1]
+        if self.pooler is not None:
+            pooled_output = self.pooler(sequence_output)
+        else:
+            pooled_output = sequence_output[:, 0]
         return {
             "embedding_output": embedding_output,
             "all_encoder_layers": all_encoder_layers,
             "sequence_output": sequence_output,
-            "pooled_output": self.pooler(sequence_output),
+            "pooled_output": pooled_output,
         }
 
     def get_config(self):

@@ -22,20 +22,22 @@ def gather_indexes(sequence_tensor, positions):
 class MaskedLMHead(keras.layers.Layer):
     """Predicts the original token at each masked position.
 
-    `transform/dense` [H, H] + hidden_act, `transform/LayerNorm`, then logits against the word
-    embeddings (passed in, so the output projection stays tied) plus `output_bias` [V].
-    The logits and log-softmax are float32.
+    `transform/dense` [H, E] + hidden_act, `transform/LayerNorm`, then logits against the word
+    embeddings [V, E] (passed in, so the output projection stays tied) plus `output_bias` [V].
+    E is `embedding_size` (default H; ELECTRA's generator maps its hidden size to the shared
+    embeddings' width). The logits and log-softmax are float32.
     """
 
     def __init__(self, vocab_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
-                 layer_norm_eps=LAYER_NORM_EPSILON, **kwargs):
+                 layer_norm_eps=LAYER_NORM_EPSILON, embedding_size=None, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
+        self.embedding_size = embedding_size or hidden_size
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
-            hidden_size, activation=get_activation(hidden_act),
+            self.embedding_size, activation=get_activation(hidden_act),
             kernel_initializer=truncated_normal(initializer_range), name="transform",
         )
         self.layer_norm_eps = layer_norm_eps
@@ -43,7 +45,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))
-        self.layer_norm.build((None, self.hidden_size))
+        self.layer_norm.build((None, self.embedding_size))
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocab_size,), initializer="zeros",
             dtype="float32", autocast=False,
@@ -54,16 +56,20 @@ class MaskedLMHead(keras.layers.Layer):
         """Args:
           sequence_output: [B, S, H].
           masked_lm_positions: int [B, P].
-          embedding_table: the word embeddings [V, H].
+          embedding_table: the word embeddings [V, E].
         Returns:
           float32 log-probabilities [B * P, V].
         """
+        return tf.nn.log_softmax(
+            self.logits(sequence_output, masked_lm_positions, embedding_table), axis=-1)
+
+    def logits(self, sequence_output, masked_lm_positions, embedding_table):
+        """As `call`, but the float32 logits [B * P, V] before the softmax."""
         x = gather_indexes(sequence_output, masked_lm_positions)
         x = self.layer_norm(self.dense(x))
         x = tf.cast(x, self.compute_dtype)
         logits = tf.matmul(x, tf.cast(embedding_table, self.compute_dtype), transpose_b=True)
-        logits = tf.cast(logits, tf.float32) + self.output_bias
-        return tf.nn.log_softmax(logits, axis=-1)
+        return tf.cast(logits, tf.float32) + self.output_bias
 
     def get_config(self):
         config = super().get_config()
@@ -73,6 +79,7 @@ class MaskedLMHead(keras.layers.Layer):
             hidden_act=self.hidden_act,
             initializer_range=self.initializer_range,
             layer_norm_eps=self.layer_norm_eps,
+            embedding_size=self.embedding_size,
         )
         return config
 

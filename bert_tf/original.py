@@ -1,4 +1,5 @@
-"""Imports modules of a copy of google-research/bert, for comparing bert_tf with the original.
+"""Imports modules of a copy of google-research/bert (or google-research/electra), for comparing
+bert_tf with the original.
 
 The original is TF1 code (`import tensorflow as tf`, then `tf.gfile`, `tf.layers.dense`,
 `tf.contrib.layers.layer_norm`, ...). Its modules run on TensorFlow 2 when, while they are
@@ -62,5 +63,59 @@ def load_original_module(repo, name):
         spec.loader.exec_module(module)
     finally:
         sys.modules["tensorflow"] = saved_tf
+        sys.path[:] = saved_path
+    return module
+
+
+# The top-level modules and packages of google-research/electra its files import by bare name.
+_ELECTRA_PACKAGES = ("configure_pretraining", "configure_finetuning", "model", "pretrain",
+                     "util", "finetune")
+
+
+def load_electra_module(repo, name="run_pretraining"):
+    """Imports `<repo>/<name>.py` of a copy of google-research/electra (default its
+    run_pretraining.py, whose attributes reach the modules it uses: `configure_pretraining`,
+    `modeling`, `optimization`, `pretrain_data`, `pretrain_helpers`, `training_utils`, `utils`).
+
+    ELECTRA's files `import tensorflow.compat.v1 as tf` and `from tensorflow.contrib import
+    layers`; while they are imported both resolve to the TF1 module above (plus the Estimator's
+    SessionRunHook base class, which its training_utils subclasses at import). The modules it
+    imports by bare name (`model.modeling`, `util.utils`, ...) are registered only while it loads,
+    so that nothing else in the process sees them. Raises FileNotFoundError naming the path when
+    the copy has no such module.
+    """
+    repo = os.fspath(repo)
+    path = os.path.join(repo, f"{name}.py")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: expected a copy of google-research/electra")
+    tf1 = _tf1_module()
+    tf1.estimator = types.SimpleNamespace(
+        SessionRunHook=object, SessionRunArgs=lambda fetches: fetches,
+        ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"))
+    contrib = types.ModuleType("tensorflow.contrib")
+    contrib.layers = tf1.contrib.layers
+    top = types.ModuleType("tensorflow")
+    top.compat = types.SimpleNamespace(v1=tf1)
+    top.contrib = contrib
+    fake = {"tensorflow": top, "tensorflow.compat": top.compat, "tensorflow.compat.v1": tf1,
+            "tensorflow.contrib": contrib}
+    saved = {key: sys.modules.get(key) for key in fake}
+    before = set(sys.modules)
+    saved_path = list(sys.path)
+    spec = importlib.util.spec_from_file_location(f"original_electra_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.update(fake)
+    sys.path.insert(0, repo)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = value
+        for key in set(sys.modules) - before:
+            if key.split(".")[0] in _ELECTRA_PACKAGES:
+                del sys.modules[key]
         sys.path[:] = saved_path
     return module

@@ -1,4 +1,5 @@
-"""The original learning-rate schedule: linear warmup, then linear (power 1) decay to zero.
+"""The original learning-rate schedule: linear warmup, then linear (power 1) decay to zero; and
+ELECTRA's (a polynomial decay multiplied by the warmup ramp).
 
 `learning_rate(step)` reproduces, in float32, what the original computes from `global_step`
 with `polynomial_decay(init_lr, step, num_train_steps, end_learning_rate=0, power=1)` and its
@@ -12,10 +13,17 @@ class WarmupLinearDecay:
     """lr(step) = init_lr * (1 - min(step, num_train_steps) / num_train_steps), except that
     while step < num_warmup_steps it is init_lr * step / num_warmup_steps.
 
+    Options for google-research/electra's schedule (its `optimization.create_optimizer`):
+      power: the decay is init_lr * (1 - min(step, N) / N) ** power (`lr_decay_power`).
+      warmup_multiplies: the decayed rate is multiplied by min(1, step / num_warmup_steps)
+        instead of being replaced by the warmup ramp. With num_warmup_steps 0 the factor is 1
+        (the original divides 0 by 0 at step 0 and trains on with NaN weights).
+
     Called with a scalar integer tensor (or int); returns a float32 scalar.
     """
 
-    def __init__(self, init_lr, num_train_steps, num_warmup_steps=0):
+    def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, power=1.0,
+                 warmup_multiplies=False):
         if num_train_steps <= 0:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
         if num_warmup_steps < 0:
@@ -23,16 +31,23 @@ class WarmupLinearDecay:
         self.init_lr = float(init_lr)
         self.num_train_steps = int(num_train_steps)
         self.num_warmup_steps = int(num_warmup_steps)
+        self.power = float(power)
+        self.warmup_multiplies = bool(warmup_multiplies)
 
     def __call__(self, step):
         step = tf.cast(step, tf.float32)
         init_lr = tf.constant(self.init_lr, tf.float32)
         decay_steps = tf.constant(float(self.num_train_steps), tf.float32)
-        # polynomial_decay with power 1 and cycle=False clamps the step at decay_steps.
+        # polynomial_decay with cycle=False clamps the step at decay_steps.
         fraction = tf.minimum(step, decay_steps) / decay_steps
-        lr = init_lr * (1.0 - fraction)
+        remaining = 1.0 - fraction
+        if self.power != 1.0:
+            remaining = tf.pow(remaining, self.power)
+        lr = init_lr * remaining
         if self.num_warmup_steps:
             warmup_steps = tf.constant(float(self.num_warmup_steps), tf.float32)
+            if self.warmup_multiplies:
+                return lr * tf.minimum(1.0, step / warmup_steps)
             warmup_lr = init_lr * (step / warmup_steps)
             # The original blends the two with a 0/1 float rather than selecting.
             is_warmup = tf.cast(step < warmup_steps, tf.float32)
@@ -44,4 +59,6 @@ class WarmupLinearDecay:
             "init_lr": self.init_lr,
             "num_train_steps": self.num_train_steps,
             "num_warmup_steps": self.num_warmup_steps,
+            "power": self.power,
+            "warmup_multiplies": self.warmup_multiplies,
         }

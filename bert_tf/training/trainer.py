@@ -180,9 +180,7 @@ class Trainer:
         self.worker_index, self.num_workers, self.is_chief = worker_info(self.strategy)
         if options.seed is not None:
             keras.utils.set_random_seed(options.seed)
-        self.schedule = WarmupLinearDecay(
-            options.learning_rate, options.num_train_steps, options.num_warmup_steps
-        )
+        self.schedule = self.make_schedule()
         replicas = self.strategy.num_replicas_in_sync
         accumulation = options.gradient_accumulation_steps
         if options.train_batch_size % (replicas * accumulation):
@@ -231,6 +229,12 @@ class Trainer:
                                              jit_compile=True)
             self._eval_fn = tf.function(self._eval_outputs, jit_compile=True)
             self._predict_fn = tf.function(self._predict_outputs, jit_compile=True)
+
+    def make_schedule(self):
+        """The learning rate as a function of global_step: the original BERT's (a trainer of
+        another model family overrides this)."""
+        opts = self.options
+        return WarmupLinearDecay(opts.learning_rate, opts.num_train_steps, opts.num_warmup_steps)
 
     # -- steps ---------------------------------------------------------------------------
     def _global_normalizers(self, features):

@@ -1,0 +1,325 @@
+"""Records what google-research/electra's pretraining computes (tests/test_electra_model.py).
+
+Run once, in one process, with a copy of google-research/electra:
+
+    python3 tests/data/electra_model/make_expected.py --original_repo=/tmp/electra
+
+The original's `PretrainingModel` and `optimization.create_optimizer` are built in a TF1 graph
+(through `bert_tf.original.load_electra_module`) on fed batches, for each case of CASES (tiny
+configs: vocab 30, max_seq_length 16, mask_prob 0.25 so max_predictions_per_seq 4, H 16, L 2,
+dropout 0, initializer_range 0.2). Its random draws are fixed: in its `pretrain_helpers`,
+`tf.random.categorical` (the masked positions) and `tf.random.uniform` (the 85% [MASK] decision,
+the Gumbel noise) return fed arrays, so its masking and sampling code runs as written on known
+draws. Row 0's first two positions are the same position (a duplicate draw). The weights start
+from the original's initializers (graph seed INIT_SEED), with every LayerNorm gamma/beta and bias
+moved by N(0, 0.1) so none is trivially 1 or 0. The learning rate is fed with the value
+create_optimizer computes from global_step before the step (its unordered `global_step + 1`,
+as in tests/data/classifier_model/make_expected.py).
+
+Outputs, per case, in <case>/:
+  init.ckpt.*: the starting weights, under the original names (no optimizer slots);
+  draws.npz: per step s (6 steps): input_ids, input_mask, segment_ids [6, B, S], positions,
+    mask_uniform [6, B, N], gumbel_uniform [6, B, N, V] (the fed draws);
+  forward.npz: step 0's tensors at the initial weights: masked_input_ids, masked_lm_positions,
+    masked_lm_ids, masked_lm_weights, mlm_logits [B, N, V]; with the ELECTRA objective also
+    sampled_ids [B, N], fake_input_ids, disc_labels, disc_logits [B, S];
+  after_3_steps.npz: every variable after 3 steps (weights, adam_m, adam_v), by name;
+  expected.json: the hparams, the original's model configs (discriminator, generator), the
+    losses of step 0 at the initial weights, per step (3) the loss terms and learning rate,
+    global_step, the eval metrics of metric_fn over batches 0 and 1 at the initial weights
+    (updated twice, as Estimator.evaluate with 2 steps) and the variables of the training graph
+    (name, shape, dtype);
+and for CONTINUED_CASE also model.ckpt-3.* (the original's training checkpoint after 3 steps, all
+its variables, as its Estimator's Saver writes them) and, in expected.json, the 3 steps it then
+takes on batches 3-5 with after_6_steps.npz.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, REPO)
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf.original import load_electra_module  # noqa: E402
+
+v1 = tf.compat.v1
+
+BATCH_SIZE = 3
+SEQ_LENGTH = 16
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(5, 30)]
+# Real lengths of the rows (row 0 full, rows 1 and 2 padded), and where the second segment starts.
+LENGTHS = (16, 11, 7)
+STEPS = 6
+RECORDED_STEPS = 3
+INIT_SEED = 20261125
+DATA_SEED = 7
+CONTINUED_CASE = "electra"
+
+COMMON = dict(
+    vocab_size=len(VOCAB), max_seq_length=SEQ_LENGTH, mask_prob=0.25, learning_rate=1e-3,
+    num_train_steps=10, num_warmup_steps=2, weight_decay_rate=0.01, model_size="small",
+    model_hparam_overrides=dict(
+        hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        max_position_embeddings=24, initializer_range=0.2),
+)
+CASES = {
+    # both projections: electra/embeddings_project 8->16, generator/embeddings_project 8->12
+    "electra": dict(embedding_size=8, generator_hidden_size=0.75),
+    # no embedding_size: E = H = 16; generator H 8 with 1 layer, its projection 16->8
+    "electra_no_embedding_size": dict(
+        embedding_size=None, generator_hidden_size=0.5, generator_layers=0.5,
+        lr_decay_power=0.5, temperature=0.7),
+    "untied_disallow": dict(embedding_size=8, generator_hidden_size=0.5,
+                            untied_generator_embeddings=True, disallow_correct=True),
+    "uniform_generator": dict(embedding_size=None, uniform_generator=True, disc_weight=20.0),
+    "masked_lm": dict(embedding_size=8, electra_objective=False),
+}
+
+
+def make_batches(rng, n_predictions):
+    """STEPS batches of rows [CLS] a.. [SEP] b.. [SEP] [PAD].. and their draws."""
+    vocab_size = len(VOCAB)
+    out = {k: [] for k in ("input_ids", "input_mask", "segment_ids", "positions",
+                           "mask_uniform", "gumbel_uniform")}
+    for _ in range(STEPS):
+        ids = np.zeros((BATCH_SIZE, SEQ_LENGTH), np.int32)
+        mask = np.zeros_like(ids)
+        segments = np.zeros_like(ids)
+        positions = np.zeros((BATCH_SIZE, n_predictions), np.int32)
+        for row, length in enumerate(LENGTHS):
+            split = length // 2
+            ids[row, :length] = rng.randint(5, vocab_size, length)
+            ids[row, 0] = 2
+            ids[row, split] = 3
+            ids[row, length - 1] = 3
+            mask[row, :length] = 1
+            segments[row, split + 1:length] = 1
+            candidates = [p for p in range(length) if ids[row, p] >= 5]
+            positions[row] = rng.choice(candidates, n_predictions, replace=True)
+        positions[0, 1] = positions[0, 0]  # a duplicate draw
+        out["input_ids"].append(ids)
+        out["input_mask"].append(mask)
+        out["segment_ids"].append(segments)
+        out["positions"].append(positions)
+        out["mask_uniform"].append(rng.uniform(size=(BATCH_SIZE, n_predictions)))
+        out["gumbel_uniform"].append(rng.uniform(size=(BATCH_SIZE, n_predictions, vocab_size)))
+    return {k: np.asarray(v, np.float32 if "uniform" in k else np.int32) for k, v in out.items()}
+
+
+class OriginalGraph:
+    """The original's pretraining graph with fed features and fed random draws."""
+
+    def __init__(self, rp, hparams, data_dir):
+        self.graph = tf.Graph()
+        self.config = rp.configure_pretraining.PretrainingConfig("m", data_dir, **hparams)
+        n = self.config.max_predictions_per_seq
+        vocab_size = self.config.vocab_size
+        captured = {}
+        helpers = rp.pretrain_helpers
+        with self.graph.as_default():
+            v1.set_random_seed(INIT_SEED)
+            self.features = {k: v1.placeholder(tf.int32, [BATCH_SIZE, SEQ_LENGTH], name=k)
+                             for k in ("input_ids", "input_mask", "segment_ids")}
+            self.draws = {
+                "positions": v1.placeholder(tf.int32, [BATCH_SIZE, n], name="positions"),
+                "mask_uniform": v1.placeholder(tf.float32, [BATCH_SIZE, n], name="mask_uniform"),
+                "gumbel_uniform": v1.placeholder(tf.float32, [BATCH_SIZE, n, vocab_size],
+                                                 name="gumbel_uniform"),
+            }
+
+            def categorical(logits, num_samples, dtype=None):
+                assert num_samples == n and dtype == tf.int32
+                return self.draws["positions"]
+
+            def uniform(shape, minval=0, maxval=1):
+                assert minval == 0 and maxval == 1
+                return self.draws["mask_uniform" if len(shape) == 2 else "gumbel_uniform"]
+
+            fixed_tf = types.ModuleType("tensorflow")
+            fixed_tf.__dict__.update(helpers.tf.__dict__)
+            fixed_tf.random = types.SimpleNamespace(categorical=categorical, uniform=uniform)
+            original_mask, original_fake = helpers.mask, rp.PretrainingModel._get_fake_data
+            optimizer_class = rp.optimization.AdamWeightDecayOptimizer
+            original_init = optimizer_class.__init__
+
+            def mask(*args, **kwargs):
+                captured["masked"] = original_mask(*args, **kwargs)
+                return captured["masked"]
+
+            def get_fake_data(model, inputs, mlm_logits):
+                captured["fake"] = original_fake(model, inputs, mlm_logits)
+                return captured["fake"]
+
+            def recording_init(optimizer, learning_rate, **kwargs):
+                captured["learning_rate"] = learning_rate
+                original_init(optimizer, learning_rate, **kwargs)
+
+            saved_tf = helpers.tf
+            helpers.tf, helpers.mask = fixed_tf, mask
+            rp.PretrainingModel._get_fake_data = get_fake_data
+            optimizer_class.__init__ = recording_init
+            try:
+                model = rp.PretrainingModel(self.config, self.features, True)
+                self.train_op = rp.optimization.create_optimizer(
+                    model.total_loss, self.config.learning_rate, self.config.num_train_steps,
+                    weight_decay_rate=self.config.weight_decay_rate, use_tpu=False,
+                    warmup_steps=self.config.num_warmup_steps,
+                    lr_decay_power=self.config.lr_decay_power)
+            finally:
+                helpers.tf, helpers.mask = saved_tf, original_mask
+                rp.PretrainingModel._get_fake_data = original_fake
+                optimizer_class.__init__ = original_init
+            self.model = model
+            self.bert_config = model._bert_config.to_dict()
+            self.generator_config = (rp.get_generator_config(self.config, model._bert_config)
+                                     .to_dict())
+            self.learning_rate = captured["learning_rate"]
+            self.global_step = v1.train.get_global_step()
+            masked, self.electra = captured["masked"], self.config.electra_objective
+            self.outputs = {
+                "masked_input_ids": masked.input_ids,
+                "masked_lm_positions": masked.masked_lm_positions,
+                "masked_lm_ids": masked.masked_lm_ids,
+                "masked_lm_weights": masked.masked_lm_weights,
+                "mlm_logits": model.mlm_output.logits,
+            }
+            self.losses = {"total_loss": model.total_loss, "masked_lm_loss": model.mlm_output.loss}
+            if self.electra:
+                fake = captured["fake"]
+                self.outputs.update(
+                    sampled_ids=tf.argmax(fake.sampled_tokens, -1, output_type=tf.int32),
+                    fake_input_ids=fake.inputs.input_ids,
+                    disc_labels=fake.is_fake_tokens,
+                    disc_logits=self.graph.get_tensor_by_name(
+                        "discriminator_predictions/Squeeze:0"))
+                self.losses["disc_loss"] = (model.total_loss - self.config.gen_weight
+                                            * model.mlm_output.loss) / self.config.disc_weight
+            metric_fn, metric_args = model.eval_metrics
+            self.metrics = metric_fn(*metric_args)
+            self.variables = v1.global_variables()
+            self.trainable = v1.trainable_variables()
+            init = [v1.global_variables_initializer(), v1.local_variables_initializer()]
+            self.saver = v1.train.Saver(self.variables)
+            self.init_saver = v1.train.Saver({v.op.name: v for v in self.trainable})
+        self.session = v1.Session(graph=self.graph)
+        self.session.run(init)
+
+    def perturb(self, rng):
+        """Moves every LayerNorm gamma/beta and bias by N(0, 0.1)."""
+        with self.graph.as_default():
+            for var in self.trainable:
+                if var.op.name.endswith(("gamma", "beta", "bias")):
+                    value = self.session.run(var)
+                    var.load(value + rng.normal(0, 0.1, value.shape).astype(np.float32),
+                             self.session)
+
+    def feed(self, batches, step):
+        feed = {self.features[k]: batches[k][step] for k in self.features}
+        feed.update({self.draws[k]: batches[k][step] for k in self.draws})
+        return feed
+
+    def forward(self, batches, step):
+        return self.session.run((self.outputs, self.losses), self.feed(batches, step))
+
+    def evaluate(self, batches, steps):
+        """metric_fn's values after one update per batch (Estimator.evaluate), plus its mean
+        loss and global_step."""
+        losses = []
+        for step in steps:
+            updates = {k: update for k, (_, update) in self.metrics.items()}
+            _, loss = self.session.run((updates, self.losses["total_loss"]),
+                                       self.feed(batches, step))
+            losses.append(loss)
+        values = self.session.run({k: value for k, (value, _) in self.metrics.items()})
+        values = {k: float(v) for k, v in values.items()}
+        values["loss"] = float(np.mean(np.asarray(losses, np.float32)))
+        values["global_step"] = int(self.session.run(self.global_step))
+        return values
+
+    def train(self, batches, steps):
+        records = []
+        for step in steps:
+            feed = self.feed(batches, step)
+            global_step, learning_rate = self.session.run((self.global_step, self.learning_rate))
+            feed[self.learning_rate] = learning_rate
+            _, losses = self.session.run((self.train_op, self.losses), feed)
+            record = {k: float(v) for k, v in losses.items()}
+            record.update(step=int(global_step), learning_rate=float(learning_rate))
+            records.append(record)
+        return records
+
+    def state(self):
+        values = self.session.run({v.op.name: v for v in self.variables})
+        return {k: np.asarray(v, np.float32) for k, v in values.items() if k != "global_step"}
+
+
+def record_case(rp, name, case, data_dir):
+    out_dir = os.path.join(HERE, name)
+    os.makedirs(out_dir, exist_ok=True)
+    hparams = dict(COMMON, **case)
+    graph = OriginalGraph(rp, hparams, data_dir)
+    rng = np.random.RandomState(DATA_SEED)
+    graph.perturb(rng)
+    batches = make_batches(rng, graph.config.max_predictions_per_seq)
+    np.savez_compressed(os.path.join(out_dir, "draws.npz"), **batches)
+    with graph.graph.as_default():
+        graph.init_saver.save(graph.session, os.path.join(out_dir, "init.ckpt"),
+                              write_meta_graph=False, write_state=False)
+    outputs, losses = graph.forward(batches, 0)
+    np.savez_compressed(os.path.join(out_dir, "forward.npz"), **outputs)
+    expected = {
+        "hparams": hparams,
+        "max_predictions_per_seq": graph.config.max_predictions_per_seq,
+        "bert_config": graph.bert_config,
+        "generator_config": graph.generator_config,
+        "forward_losses": {k: float(v) for k, v in losses.items()},
+        "eval": graph.evaluate(batches, (0, 1)),
+        "steps": graph.train(batches, range(RECORDED_STEPS)),
+        "global_step": int(graph.session.run(graph.global_step)),
+        "variables": [{"name": v.op.name, "shape": v.shape.as_list(),
+                       "dtype": v.dtype.base_dtype.name} for v in graph.variables],
+    }
+    np.savez_compressed(os.path.join(out_dir, "after_3_steps.npz"), **graph.state())
+    if name == CONTINUED_CASE:
+        with graph.graph.as_default():
+            graph.saver.save(graph.session, os.path.join(out_dir, "model.ckpt"),
+                             global_step=graph.global_step, write_meta_graph=False,
+                             write_state=False)
+        expected["continued_steps"] = graph.train(batches, range(RECORDED_STEPS, STEPS))
+        expected["continued_global_step"] = int(graph.session.run(graph.global_step))
+        np.savez_compressed(os.path.join(out_dir, "after_6_steps.npz"), **graph.state())
+    with open(os.path.join(out_dir, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1)
+        f.write("\n")
+    print("recorded", name, expected["forward_losses"], [s["total_loss"] for s in expected["steps"]])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--original_repo", required=True)
+    parser.add_argument("--cases", default=",".join(CASES))
+    args = parser.parse_args()
+    rp = load_electra_module(args.original_repo)
+    with open(os.path.join(HERE, "vocab.txt"), "w") as f:
+        f.write("\n".join(VOCAB) + "\n")
+    data_dir = tempfile.mkdtemp()
+    try:
+        shutil.copy(os.path.join(HERE, "vocab.txt"), os.path.join(data_dir, "vocab.txt"))
+        for name in args.cases.split(","):
+            record_case(rp, name, CASES[name], data_dir)
+    finally:
+        shutil.rmtree(data_dir)
+
+
+if __name__ == "__main__":
+    main()
