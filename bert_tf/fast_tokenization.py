@@ -371,6 +371,9 @@ def _make_module_class():
         return tf.squeeze(tf.where(mask), 1)
 
     def _string_table(mapping):
+        # A table cannot be empty (a vocab without "##" pieces has no continuations): the
+        # empty string maps to the default, so it changes no lookup.
+        mapping = mapping or {"": -1}
         keys = list(mapping)
         return tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(

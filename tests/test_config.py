@@ -78,3 +78,24 @@ def test_layer_norm_eps_and_gelu_exact(tmp_path):
     config.to_json_file(path)
     assert json.loads(path.read_text())["layer_norm_eps"] == 1e-7
     assert BertConfig.from_json_file(path) == config
+
+
+def test_electra_keys(tmp_path):
+    """embedding_size (default hidden_size) and model_type (default bert) are ELECTRA's
+    optional keys: validated, written back only when given, a BERT config unchanged."""
+    config = BertConfig.from_dict(tiny_config_dict())
+    assert config.embedding_size == 16 and config.model_type == "bert"
+    assert sorted(config.to_dict()) == sorted(tiny_config_dict())
+    config = BertConfig.from_dict(tiny_config_dict(embedding_size=8, model_type="electra"))
+    assert config.embedding_size == 8 and config.model_type == "electra"
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(path)
+    data = json.loads(path.read_text())
+    assert data["embedding_size"] == 8 and data["model_type"] == "electra"
+    assert BertConfig.from_json_file(path) == config
+    assert BertConfig.from_dict(tiny_config_dict(embedding_size=None)).embedding_size == 16
+    for overrides, message in ((dict(embedding_size=0), "embedding_size must be a positive"),
+                               (dict(embedding_size=8.0), "embedding_size must be a positive"),
+                               (dict(model_type="albert"), "model_type must be one of")):
+        with pytest.raises(BertConfigError, match=message):
+            BertConfig.from_dict(tiny_config_dict(**overrides))

@@ -87,3 +87,30 @@ def test_works_inside_tf_function_with_dynamic_shapes():
     x = _inputs()
     np.testing.assert_allclose(encode(x).numpy(), model(x)["pooled_output"].numpy(), atol=1e-6)
     assert tuple(encode(_inputs(batch=3, seq=5)).shape) == (3, 16)
+
+
+def test_electra_variant():
+    """model_type electra: no pooler, the pooled output is the [CLS] vector; embedding_size E:
+    embeddings E wide, then embeddings_project [E, H] (Glorot uniform, bias 0)."""
+    from bert_tf.checkpoints import original_variable_map
+
+    config = BertConfig.from_dict(tiny_config_dict(embedding_size=8, model_type="electra"))
+    model = BertModel(config)
+    out = model(_inputs())
+    np.testing.assert_array_equal(out["pooled_output"].numpy(),
+                                  out["sequence_output"].numpy()[:, 0])
+    assert model.pooler is None and model.embedding_table.shape == (37, 8)
+    table = original_variable_map(model)
+    assert not [n for n in table if not n.startswith("electra/") or "pooler" in n]
+    assert table["electra/embeddings_project/kernel"].shape == (8, 16)
+    assert not np.any(table["electra/embeddings_project/bias"].numpy())
+    limit = np.sqrt(6.0 / (8 + 16))  # glorot_uniform, what tf.layers.dense defaults to
+    kernel = table["electra/embeddings_project/kernel"].numpy()
+    assert np.abs(kernel).max() <= limit and np.abs(kernel).max() > 0.5 * limit
+    projected = tf.matmul(model.embeddings(tf.constant(_inputs()["input_ids"]),
+                                           tf.constant(_inputs()["segment_ids"])), kernel)
+    np.testing.assert_allclose(out["embedding_output"].numpy(), projected.numpy(), atol=1e-6)
+    # embedding_size = hidden_size: no projection.
+    model = BertModel(BertConfig.from_dict(tiny_config_dict(model_type="electra")))
+    assert model.embeddings_project is None
+    assert len(model.weights) == 5 + 16 * 2

@@ -40,7 +40,7 @@ class Task:
     log_names = ("loss",)
     eval_per_example_keys = ()
     unused_variable_prefixes = ()
-    row_norm_variables = ("bert/embeddings/word_embeddings",)
+    row_norm_variables = ("bert/embeddings/word_embeddings", "electra/embeddings/word_embeddings")
 
     def build_model(self, config):
         """The keras.Model (encoder `model.bert` + head) of this task; variables created."""

@@ -31,7 +31,10 @@ Outputs, per case, in <case>/:
     (name, shape, dtype);
 and for CONTINUED_CASE also model.ckpt-3.* (the original's training checkpoint after 3 steps, all
 its variables, as its Estimator's Saver writes them) and, in expected.json, the 3 steps it then
-takes on batches 3-5 with after_6_steps.npz.
+takes on batches 3-5 with after_6_steps.npz; and discriminator_forward.npz: the original's
+`modeling.BertModel` (is_training False, its default scope `electra/`, init.ckpt's weights) on
+the lines of extract_input.txt laid out as extract_features.py lays them out ([CLS] a [SEP]
+(b [SEP]), padded to 16): `input_ids` [n, 16], `all_encoder_layers` [L, n, 16, H].
 """
 
 import argparse
@@ -58,6 +61,7 @@ SEQ_LENGTH = 16
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(5, 30)]
 # Real lengths of the rows (row 0 full, rows 1 and 2 padded), and where the second segment starts.
 LENGTHS = (16, 11, 7)
+EXTRACT_LINES = ("w5 w6 w7 ||| w8 w9 w10", "w11 w12 w13 w14 w15", "w29 w28 ||| w27")
 STEPS = 6
 RECORDED_STEPS = 3
 INIT_SEED = 20261125
@@ -263,6 +267,37 @@ class OriginalGraph:
         return {k: np.asarray(v, np.float32) for k, v in values.items() if k != "global_step"}
 
 
+def discriminator_forward(rp, config, init_checkpoint, vocab_file):
+    """The original discriminator's encoder on EXTRACT_LINES (see the module docstring)."""
+    tokenizer = rp.pretrain_helpers.tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+    rows = {"input_ids": [], "input_mask": [], "segment_ids": []}
+    for line in EXTRACT_LINES:
+        tokens, segments = ["[CLS]"], [0]
+        for segment, text in enumerate(line.split(" ||| ")):
+            words = tokenizer.tokenize(text) + ["[SEP]"]
+            tokens += words
+            segments += [segment] * len(words)
+        pad = SEQ_LENGTH - len(tokens)
+        rows["input_ids"].append(tokenizer.convert_tokens_to_ids(tokens) + [0] * pad)
+        rows["input_mask"].append([1] * len(tokens) + [0] * pad)
+        rows["segment_ids"].append(segments + [0] * pad)
+    rows = {k: np.asarray(v, np.int32) for k, v in rows.items()}
+    graph = tf.Graph()
+    with graph.as_default():
+        bert_config = rp.modeling.BertConfig.from_dict(rp.training_utils.get_bert_config(
+            config).to_dict())
+        model = rp.modeling.BertModel(
+            bert_config=bert_config, is_training=False, input_ids=tf.constant(rows["input_ids"]),
+            input_mask=tf.constant(rows["input_mask"]),
+            token_type_ids=tf.constant(rows["segment_ids"]), use_one_hot_embeddings=False,
+            embedding_size=config.embedding_size)
+        saver = v1.train.Saver(v1.global_variables())
+        with v1.Session(graph=graph) as session:
+            saver.restore(session, init_checkpoint)
+            layers = session.run(model.get_all_encoder_layers())
+    return {"input_ids": rows["input_ids"], "all_encoder_layers": layers}
+
+
 def record_case(rp, name, case, data_dir):
     out_dir = os.path.join(HERE, name)
     os.makedirs(out_dir, exist_ok=True)
@@ -298,6 +333,11 @@ def record_case(rp, name, case, data_dir):
         expected["continued_steps"] = graph.train(batches, range(RECORDED_STEPS, STEPS))
         expected["continued_global_step"] = int(graph.session.run(graph.global_step))
         np.savez_compressed(os.path.join(out_dir, "after_6_steps.npz"), **graph.state())
+        with open(os.path.join(HERE, "extract_input.txt"), "w") as f:
+            f.write("\n".join(EXTRACT_LINES) + "\n")
+        np.savez_compressed(os.path.join(out_dir, "discriminator_forward.npz"), **(
+            discriminator_forward(rp, graph.config, os.path.join(out_dir, "init.ckpt"),
+                                  os.path.join(data_dir, "vocab.txt"))))
     with open(os.path.join(out_dir, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")
