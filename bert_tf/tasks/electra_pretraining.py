@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.electra import masking
-from bert_tf.electra.model import ElectraPretrainingModel, electra_loss
+from bert_tf.electra.model import ElectraObjective, ElectraPretrainingModel, electra_loss
 from bert_tf.training.schedule import WarmupLinearDecay
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
@@ -232,3 +232,94 @@ class ElectraPretrainer(Trainer):
         training files), read in order; writes output_dir/eval_results.txt."""
         files = self.options.eval_input_files or self.options.input_files
         return super().evaluate(files, max_batches=self.options.max_eval_steps)
+
+
+def objective_from_hparams(hp, vocab):
+    """The `ElectraObjective` of `PretrainingHparams` `hp`, with the special ids of `vocab`
+    ({token: id}); raises TrainingError naming the vocab file when one is missing."""
+    missing = [t for t in ("[MASK]", "[CLS]", "[SEP]") if t not in vocab]
+    if missing:
+        raise TrainingError(f"vocab file {hp.vocab_file}: no {', '.join(missing)} entry (masking "
+                            "needs [MASK], and leaves [CLS] and [SEP] alone)")
+    return ElectraObjective(
+        max_predictions_per_seq=hp.max_predictions_per_seq, mask_id=vocab["[MASK]"],
+        cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], mask_prob=hp.mask_prob,
+        electra_objective=hp.electra_objective, electric_objective=hp.electric_objective,
+        two_tower_generator=hp.two_tower_generator, uniform_generator=hp.uniform_generator,
+        untied_generator_embeddings=hp.untied_generator_embeddings,
+        untied_generator=hp.untied_generator, disallow_correct=hp.disallow_correct,
+        temperature=hp.temperature, gen_weight=hp.gen_weight, disc_weight=hp.disc_weight)
+
+
+def _check_records(input_files, max_seq_length):
+    """The first record must have the three features of max_seq_length ints."""
+    first = next(iter(tf.data.TFRecordDataset(input_files[:1]).take(1)), None)
+    if first is None:
+        raise TrainingError(f"{input_files[0]}: no record")
+    try:
+        example = tf.train.Example.FromString(first.numpy())
+    except Exception:  # noqa: BLE001 (protobuf's DecodeError is not importable portably)
+        raise TrainingError(f"{input_files[0]}: not a tf.train.Example record") from None
+    feature = example.features.feature
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        if name not in feature:
+            raise TrainingError(f"{input_files[0]}: the records have no {name} (expected "
+                                "build_pretraining_dataset's input_ids, input_mask, segment_ids)")
+        length = len(feature[name].int64_list.value)
+        if length != max_seq_length:
+            raise TrainingError(f"{input_files[0]}: {name} has {length} values, the hparam "
+                                f"max_seq_length is {max_seq_length}")
+
+
+def run(hp, strategy=None, step_callback=None, **settings):
+    """What `python -m bert_tf.electra.run_pretraining` does with `PretrainingHparams` `hp`:
+    trains to num_train_steps (resuming from the latest checkpoint of hp.model_dir, the
+    original's included) or evaluates, as do_train / do_eval say (exactly one, as the original).
+
+    Args:
+      settings: further `TrainerOptions` fields (mixed_precision, use_xla, seed, ...).
+    Returns:
+      (last checkpoint prefix or None, eval results or None).
+    """
+    from bert_tf.electra.config import discriminator_config, generator_config
+    from bert_tf.tokenization import VocabError, load_vocab
+    from bert_tf.training import input_pipeline
+
+    if hp.do_train == hp.do_eval:
+        raise TrainingError("exactly one of the hparams do_train and do_eval must be true, got "
+                            f"do_train={hp.do_train}, do_eval={hp.do_eval}")
+    config, gen_config = discriminator_config(hp), generator_config(hp)
+    try:
+        vocab = load_vocab(hp.vocab_file)
+    except (VocabError, OSError) as e:
+        raise TrainingError(f"vocab file {hp.vocab_file}: {e}") from None
+    if len(vocab) > config.vocab_size:
+        raise TrainingError(f"vocab file {hp.vocab_file} has {len(vocab)} entries, more than the "
+                            f"hparam vocab_size={config.vocab_size}")
+    objective = objective_from_hparams(hp, vocab)
+    try:
+        files = input_pipeline.expand_input_patterns(hp.pretrain_tfrecords)
+    except input_pipeline.InputError as e:
+        raise TrainingError(f"pretrain_tfrecords: {str(e).split(': ', 1)[-1]}") from None
+    _check_records(files, hp.max_seq_length)
+    options = ElectraOptions(
+        output_dir=hp.model_dir, input_files=files, train_batch_size=hp.train_batch_size,
+        eval_batch_size=hp.eval_batch_size, learning_rate=hp.learning_rate,
+        num_train_steps=hp.num_train_steps, num_warmup_steps=hp.num_warmup_steps,
+        save_checkpoints_steps=hp.save_checkpoints_steps,
+        iterations_per_loop=hp.iterations_per_loop,
+        keep_checkpoint_max=hp.keep_checkpoint_max or 0,
+        weight_decay_rate=hp.weight_decay_rate, lr_decay_power=hp.lr_decay_power,
+        max_seq_length=hp.max_seq_length, max_eval_steps=hp.num_eval_steps, **settings)
+    task = ElectraPretrainingTask(objective, gen_config, hp.max_seq_length)
+    tf.io.gfile.makedirs(hp.model_dir)
+    trainer = ElectraPretrainer(config, task, options, strategy)
+    # The discriminator's config, for fine-tuning and feature extraction (kept if present:
+    # the trainer checks a resumed model against it).
+    config_path = f"{hp.model_dir}/bert_config.json"
+    if trainer.is_chief and not tf.io.gfile.exists(config_path):
+        config.to_json_file(config_path)
+    if hp.do_train:
+        return trainer.train(step_callback=step_callback), None
+    checkpoint = trainer.restore_weights()
+    return checkpoint, trainer.evaluate()
