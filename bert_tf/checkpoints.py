@@ -100,21 +100,24 @@ def _add_electra_pretraining(table, model):
     generator first (with tied embeddings it creates `electra/embeddings`), its head, then the
     discriminator and its head."""
     generator, discriminator = model.generator, model.discriminator
-    shared_embeddings = False
-    if discriminator is None:  # the masked LM alone (electra_objective false)
-        _add_encoder(table, generator, "electra")
-    elif generator is not None and generator is not discriminator:
-        shared_embeddings = generator.embeddings is discriminator.embeddings
-        if shared_embeddings:
-            _add_embeddings(table, "electra", discriminator.embeddings)
-        _add_encoder(table, generator, "generator", embeddings=not shared_embeddings)
-    if model.generator_head is not None:
+    if generator is not None:
+        if discriminator is None or generator is discriminator:
+            # The masked LM alone (electra_objective false), or one network for both
+            # (untied_generator false): the full-size network under electra/.
+            _add_encoder(table, generator, "electra")
+        else:
+            shared = generator.embeddings is discriminator.embeddings
+            if shared:
+                _add_embeddings(table, "electra", discriminator.embeddings)
+            _add_encoder(table, generator, "generator", embeddings=not shared)
         head = model.generator_head
         _add_dense(table, "generator_predictions/dense", head.dense)
         _add_layer_norm(table, "generator_predictions/LayerNorm", head.layer_norm)
         table["generator_predictions/output_bias"] = head.output_bias
     if discriminator is not None:
-        _add_encoder(table, discriminator, "electra", embeddings=not shared_embeddings)
+        if generator is not discriminator:
+            shared = generator is not None and generator.embeddings is discriminator.embeddings
+            _add_encoder(table, discriminator, "electra", embeddings=not shared)
         _add_dense(table, "discriminator_predictions/dense", model.discriminator_head.dense)
         _add_dense(table, "discriminator_predictions/dense_1", model.discriminator_head.dense_1)
 

@@ -33,7 +33,8 @@ class BertPretrainingModel(keras.Model):
         self.bert = BertModel(config, name="bert")
         self.masked_lm = MaskedLMHead(
             config.vocab_size, config.hidden_size, config.hidden_act, config.initializer_range,
-            layer_norm_eps=config.layer_norm_eps, name="predictions",
+            layer_norm_eps=config.layer_norm_eps, embedding_size=config.embedding_size,
+            name="predictions",
         )
         self.next_sentence = NextSentenceHead(
             config.hidden_size, config.initializer_range, name="seq_relationship"

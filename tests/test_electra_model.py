@@ -3,7 +3,8 @@ tests/data/electra_model/make_expected.py with the same random draws: the forwar
 generator logits, samples, discriminator logits, losses), 3 optimizer steps through the trainer,
 the eval metrics, the checkpoint's variables, and the original's training checkpoint continued by
 ours. Cases: ELECTRA with and without embedding_size, untied generator embeddings with
-disallow_correct, a uniform generator, and the masked LM alone (electra_objective false).
+disallow_correct, a uniform generator, one network for generator and discriminator
+(untied_generator false), and the masked LM alone (electra_objective false).
 """
 
 import json
@@ -18,15 +19,15 @@ from bert_tf import checkpoints
 from bert_tf.electra import masking
 from bert_tf.electra.config import discriminator_config, generator_config
 from bert_tf.electra.hparams import PretrainingHparams
-from bert_tf.electra.model import ElectraObjective, ElectraPretrainingModel, electra_loss
+from bert_tf.electra.model import ElectraPretrainingModel, electra_loss
 from bert_tf.tasks.electra_pretraining import (
-    ElectraOptions, ElectraPretrainer, ElectraPretrainingTask,
+    ElectraOptions, ElectraPretrainer, ElectraPretrainingTask, objective_from_hparams,
 )
 from test_training_helpers import assert_close, assert_matches_golden, read_checkpoint
 
 DATA = Path(__file__).resolve().parent / "data" / "electra_model"
 CASES = ("electra", "electra_no_embedding_size", "untied_disallow", "uniform_generator",
-         "masked_lm")
+         "tied_generator", "masked_lm")
 VOCAB = (DATA / "vocab.txt").read_text().split()
 RECORDED_STEPS = 3
 
@@ -68,15 +69,7 @@ def hparams(case):
 
 
 def objective(case):
-    hp = hparams(case)
-    ids = {token: i for i, token in enumerate(VOCAB)}
-    return ElectraObjective(
-        max_predictions_per_seq=hp.max_predictions_per_seq, mask_id=ids["[MASK]"],
-        cls_id=ids["[CLS]"], sep_id=ids["[SEP]"], mask_prob=hp.mask_prob,
-        electra_objective=hp.electra_objective, uniform_generator=hp.uniform_generator,
-        untied_generator_embeddings=hp.untied_generator_embeddings,
-        disallow_correct=hp.disallow_correct, temperature=hp.temperature,
-        gen_weight=hp.gen_weight, disc_weight=hp.disc_weight)
+    return objective_from_hparams(hparams(case), {token: i for i, token in enumerate(VOCAB)})
 
 
 def batch(draws, step):

@@ -38,15 +38,18 @@ def test_fused_gelu_matches_the_original_ops_and_their_gradient(dtype, tol):
             y = fn(x)
         return y, tape.gradient(y, x, output_gradients=dy)
 
-    y_ref, g_ref = value_and_grad(activations.gelu_reference)
-    # Eagerly, inside a graph, and inside an XLA-compiled graph (--use_xla).
-    for run in (value_and_grad, tf.function(value_and_grad),
-                tf.function(value_and_grad, jit_compile=True)):
-        y, g = run(gelu)
-        assert y.dtype == g.dtype == dtype
-        for got, want in ((y, y_ref), (g, g_ref)):
-            got, want = tf.cast(got, tf.float32).numpy(), tf.cast(want, tf.float32).numpy()
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    # The tanh form and the exact (erf) form, each against its op-by-op reference.
+    for fused, reference in ((gelu, activations.gelu_reference),
+                             (activations.gelu_exact, activations.gelu_exact_reference)):
+        y_ref, g_ref = value_and_grad(reference)
+        # Eagerly, inside a graph, and inside an XLA-compiled graph (--use_xla).
+        for run in (value_and_grad, tf.function(value_and_grad),
+                    tf.function(value_and_grad, jit_compile=True)):
+            y, g = run(fused)
+            assert y.dtype == g.dtype == dtype
+            for got, want in ((y, y_ref), (g, g_ref)):
+                got, want = tf.cast(got, tf.float32).numpy(), tf.cast(want, tf.float32).numpy()
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_activations_by_name():

@@ -164,8 +164,8 @@ class ElectraPretrainingModel(keras.Model):
                 config.hidden_size, config.hidden_act, config.initializer_range,
                 name="discriminator_predictions")
             if not objective.untied_generator:
-                # The original would build the generator as the full-size network and reuse it
-                # as the discriminator; all weights are shared.
+                # The original builds the full-size network as the generator and reuses its
+                # variables for the discriminator: one network.
                 self.generator = self.discriminator
             elif not objective.uniform_generator:
                 if generator_config is None:

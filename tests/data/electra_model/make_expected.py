@@ -87,6 +87,8 @@ CASES = {
                             untied_generator_embeddings=True, disallow_correct=True),
     "uniform_generator": dict(embedding_size=None, uniform_generator=True, disc_weight=20.0),
     "masked_lm": dict(embedding_size=8, electra_objective=False),
+    # the generator is the discriminator's network, every weight shared
+    "tied_generator": dict(embedding_size=8, untied_generator=False),
 }
 
 
