@@ -48,8 +48,7 @@ from bert_tf.data.features import _Int64EntryHeads, varint
 
 NUM_OUT_FILES = 1000
 RECORD_PREFIX = "pretrain_data.tfrecord"
-# Records framed per file at a time: the 1000 files of a job buffer at most this many each.
-_FILE_BATCH = 64
+# Records encoded, then framed (one CRC pass) and dealt to the files, at a time.
 _WRITE_BATCH = 8192
 _WORD_CACHE_SIZE = 1_000_000
 
@@ -252,8 +251,7 @@ def write_examples(job_id, options, seed, rename=True, tokenizer=None):
     fnames = list_corpus(options.corpus_dir)
     fnames = [f for i, f in enumerate(fnames) if i % num_jobs == job_id]
     rng.shuffle(fnames)
-    writer = writer_lib.RoundRobinRecordWriter(
-        output_paths(options.output_dir, job_id, num_jobs), batch_size=_FILE_BATCH)
+    writer = writer_lib.RoundRobinRecordWriter(output_paths(options.output_dir, job_id, num_jobs))
     pending = []
     try:
         start = time.time()
