@@ -23,8 +23,10 @@ Records go round robin to the job's files among the 1000 `pretrain_data.tfrecord
 
 Randomness: the original draws from Python's global `random`, never seeded. `--seed S` makes a
 run reproducible: in one process the records equal the original's run with `random.seed(S)`
-done before it starts; with N processes, each job starts from that same state, as the
-original's forked jobs inherit their parent's. Without `--seed` a seed is drawn and logged.
+done before it starts. With N processes, job j's records equal the original's job j run with
+`random.seed(S + j)` (the original's own several-process runs cannot be reproduced: Python
+reseeds `random` from the OS in every forked child, so each of its jobs draws independently,
+as ours do). Without `--seed` a seed is drawn and logged.
 
 Unlike the original: the output directory is not emptied first (the 1000 files are replaced,
 nothing else is touched); files appear under their final names only when every job succeeded;
@@ -210,8 +212,11 @@ def _open_binary(path):
     return _gfile().GFile(path, "rb") if _is_remote(path) else open(path, "rb")
 
 
-def _log(job_id, *args):
-    print(f"Job {job_id}:", *args, flush=True)
+def _log(job_id, message):
+    # One write per line: the jobs share stdout, and a line under 4 KB written at once to a
+    # pipe is not interleaved with another process's.
+    sys.stdout.write(f"Job {job_id}: {message}\n")
+    sys.stdout.flush()
 
 
 def load_tokenizer(options):
@@ -234,12 +239,14 @@ def load_tokenizer(options):
 def write_examples(job_id, options, seed, rename=True, tokenizer=None):
     """Job `job_id` of `options.num_processes`: reads its corpus files, writes its record files.
 
+    Its random draws are those of `random.seed(seed + job_id)`.
+
     Files are written as `<name>.incomplete`, and renamed when `rename` (else left for the
     caller to rename once every job is done). Returns the number of examples written.
     `tokenizer`: the flags' tokenizer when already loaded.
     """
     num_jobs = options.num_processes
-    rng = random.Random(seed)
+    rng = random.Random(seed + job_id)
     _log(job_id, "Creating example writer")
     tokenizer = tokenizer or load_tokenizer(options)
     encoder = ExampleEncoder(options.max_seq_length, max(tokenizer.vocab.values()) + 1,
@@ -390,7 +397,8 @@ def parse_args(argv=None):
                         help="Don't strip accents.")
     parser.add_argument("--seed", default=None, type=int,
                         help="Seed of the random draws (not in the original, which never seeds "
-                             "them): the output equals the original's with random.seed(SEED).")
+                             "them): the output equals the original's with random.seed(SEED) "
+                             "(job j of several: random.seed(SEED + j)).")
     parser.set_defaults(do_lower_case=True, strip_accents=True)
     args = parser.parse_args(argv)
     return BuildOptions(

@@ -7,10 +7,10 @@ First (re)writes the inputs next to this file: corpus/ (text files made messy on
 CJK, CRLF, a BOM, lines of no tokens, runs of blank lines, a 300-word line, an empty file, a
 file of blank lines, a hidden file, no final newline) and vocab.txt (the entries of
 ../shared/data/uncased_vocab.txt that the corpus uses in any of the cases' tokenizations, so the
-small vocab tokenizes the corpus exactly as the full one). Then, for each case below, seeds
-Python's `random` with the case's seed and runs the original's `write_examples(job_id, args)`
-for every job (the original forks its jobs after its parent's state, so each job starts from
-the same seeded state), and writes expected.json.gz: per case, its flags and, per output file
+small vocab tokenizes the corpus exactly as the full one). Then, for each case below, runs the
+original's `write_examples(job_id, args)` for every job, after `random.seed(seed + job_id)` (what
+our --seed promises; the original's own forked jobs are reseeded from the OS by Python), and
+writes expected.json.gz: per case, its flags and, per output file
 index that received records, the records' bytes (hex).
 
 The original is imported unmodified from --original_repo; its modules only use
@@ -126,7 +126,7 @@ def run_original(bpd, corpus_dir, vocab, flags, seed):
         args = types.SimpleNamespace(corpus_dir=corpus_dir, vocab_file=vocab, output_dir=out_dir,
                                      **flags)
         for job_id in range(flags["num_processes"]):
-            random.seed(seed)  # every forked job starts from its parent's state
+            random.seed(seed + job_id)
             bpd.write_examples(job_id, args)
         names = sorted(os.listdir(out_dir))
         files = {}
