@@ -218,3 +218,16 @@ def test_bad_vocab_and_output_dir_from_the_command_line(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], done.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_tokenizer_strip_accents_option():
+    """ELECTRA's tokenizer option: accents kept when lower-casing with strip_accents=False; it
+    changes nothing without lower-casing (as there)."""
+    from bert_tf.tokenization import BasicTokenizer, FullTokenizer
+
+    text = "Café naïve"
+    assert BasicTokenizer().tokenize(text) == ["cafe", "naive"]
+    assert BasicTokenizer(strip_accents=False).tokenize(text) == ["café", "naïve"]
+    assert BasicTokenizer(do_lower_case=False, strip_accents=True).tokenize(text) == ["Café", "naïve"]
+    assert FullTokenizer(str(VOCAB)).tokenize(text) == ["cafe", "naive"]
+    assert FullTokenizer(str(VOCAB), strip_accents=False).tokenize(text) == ["[UNK]", "[UNK]"]
