@@ -37,6 +37,7 @@ corpus directory or vocab file give one line instead of a traceback.
 
 import argparse
 import dataclasses
+import errno
 import multiprocessing
 import os
 import random
@@ -219,6 +220,19 @@ def _log(job_id, message):
     sys.stdout.flush()
 
 
+def _allow_open_files(count):
+    """Raises the soft limit of open files to hold `count` more, when the hard limit allows."""
+    try:
+        import resource  # pylint: disable=import-outside-toplevel  (POSIX only)
+    except ImportError:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = count + 64  # stdio, the corpus file, imports
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+
+
 def load_tokenizer(options):
     """The WordPiece tokenizer of the flags; DataError naming the vocab file on a problem."""
     try:
@@ -258,7 +272,16 @@ def write_examples(job_id, options, seed, rename=True, tokenizer=None):
     fnames = list_corpus(options.corpus_dir)
     fnames = [f for i, f in enumerate(fnames) if i % num_jobs == job_id]
     rng.shuffle(fnames)
-    writer = writer_lib.RoundRobinRecordWriter(output_paths(options.output_dir, job_id, num_jobs))
+    paths = output_paths(options.output_dir, job_id, num_jobs)
+    _allow_open_files(len(paths))  # a job keeps its record files open, as the original does
+    try:
+        writer = writer_lib.RoundRobinRecordWriter(paths)
+    except OSError as e:
+        if e.errno != errno.EMFILE:
+            raise
+        raise DataError(f"cannot keep the {len(paths)} output files of a job open (the open-file "
+                        "limit is too low): raise it (ulimit -n) or pass a larger "
+                        "--num-processes") from None
     pending = []
     try:
         start = time.time()
@@ -300,10 +323,7 @@ def _job_main(job_id, options, seed):
     """A child process: one job; exit code 1 with one line on a data or file problem."""
     try:
         write_examples(job_id, options, seed, rename=False)
-    except DataError as e:
-        print(f"build_pretraining_dataset: error: job {job_id}: {e}", file=sys.stderr, flush=True)
-        sys.exit(1)
-    except OSError as e:
+    except (DataError, OSError) as e:
         print(f"build_pretraining_dataset: error: job {job_id}: {e}", file=sys.stderr, flush=True)
         sys.exit(1)
 
@@ -412,10 +432,7 @@ def main(argv=None):
     options = parse_args(argv)
     try:
         build(options)
-    except DataError as e:
-        print(f"build_pretraining_dataset: error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
+    except (DataError, OSError) as e:
         print(f"build_pretraining_dataset: error: {e}", file=sys.stderr)
         return 1
     return 0
