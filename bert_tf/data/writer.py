@@ -228,17 +228,16 @@ def check_writable(paths, flag="--output_file"):
 class RoundRobinRecordWriter:
     """Writes serialized records round-robin to `paths` (record i to `paths[i % len(paths)]`).
 
-    `batch_size` records are framed at a time per file (and as many buffered).
     As a context manager: leaving normally renames every `<path>.incomplete` to `<path>`;
     leaving by an exception (including KeyboardInterrupt) deletes them.
     """
 
-    def __init__(self, paths, batch_size=2048):
+    def __init__(self, paths):
         self.paths = list(paths)
         self._files = []
         try:
             for path in self.paths:
-                self._files.append(TFRecordFile(path + INCOMPLETE_SUFFIX, batch_size))
+                self._files.append(TFRecordFile(path + INCOMPLETE_SUFFIX))
         except Exception:
             self.abort()
             raise

@@ -218,7 +218,8 @@ class Trainer:
             if multipliers:
                 logging.info("--layerwise_lr_decay=%g: learning rate x%.4g for the embeddings, "
                              "x%.4g for layer 0 ... x%.4g for layer %d, x1 for the rest",
-                             options.layerwise_lr_decay, min(multipliers.values()),
+                             options.layerwise_lr_decay,
+                             options.layerwise_lr_decay ** (config.num_hidden_layers + 2),
                              options.layerwise_lr_decay ** (config.num_hidden_layers + 1),
                              options.layerwise_lr_decay ** 2, config.num_hidden_layers - 1)
             self.optimizer = OPTIMIZERS[options.optimizer](
