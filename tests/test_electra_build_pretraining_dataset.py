@@ -126,10 +126,11 @@ def test_command_line_equals_the_original(tmp_path):
     assert_same_records(out, case)  # "False" is True, as with the original's type=bool
 
 
-def test_blanks_separate_docs_is_the_originals_bool():
+def test_blanks_separate_docs_is_the_originals_bool(capsys):
     base = ["--corpus-dir", "c", "--vocab-file", "v", "--output-dir", "o"]
     assert bpd.parse_args(base).blanks_separate_docs is True
     assert bpd.parse_args(base + ["--blanks-separate-docs", "False"]).blanks_separate_docs is True
+    assert "--blanks-separate-docs=False means True" in capsys.readouterr().err
     assert bpd.parse_args(base + ["--blanks-separate-docs", ""]).blanks_separate_docs is False
     options = bpd.parse_args(base + ["--no-lower-case", "--no-strip-accents"])
     assert (options.do_lower_case, options.strip_accents, options.seed) == (False, False, None)

@@ -390,6 +390,9 @@ def build(options):
 
 def _original_bool(value):
     # The original declares the flag `type=bool`: any non-empty value is True.
+    if value.strip().lower() in ("false", "0", "no", "off"):
+        print(f"note: --blanks-separate-docs={value} means True, as in the original (type=bool: "
+              "any non-empty value); pass an empty value for False", file=sys.stderr)
     return bool(value)
 
 
