@@ -145,3 +145,26 @@ def test_one_trainer_step_scales_each_update_by_its_multiplier(tmp_path):
         atol = float(4 * np.spacing(np.abs(before[name]).max() + 1e-2))
         np.testing.assert_allclose(delta, multipliers[name] * delta_off, rtol=1e-3, atol=atol,
                                    err_msg=name)
+
+
+def test_the_fine_tuning_flag_reaches_the_trainer_options():
+    """run_classifier.py, run_squad.py and run_tagging.py define their shared flags with
+    define_fine_tuning_flags; trainer_kwargs hands --layerwise_lr_decay to TrainerOptions."""
+    import subprocess
+    import sys
+
+    script = (
+        "import tensorflow as tf\n"
+        "from absl import flags\n"
+        "from bert_tf import flags as shared\n"
+        "shared.define_fine_tuning_flags(); shared.define_tpu_flags(); shared.define_trainer_flags()\n"
+        "flags.DEFINE_integer('train_batch_size', 32, '')\n"
+        "FLAGS = flags.FLAGS\n"
+        "FLAGS(['x', '--layerwise_lr_decay=0.8', '--output_dir=o'])\n"
+        "print(shared.trainer_kwargs(FLAGS, tf.distribute.get_strategy())['layerwise_lr_decay'])\n"
+        "print(FLAGS['layerwise_lr_decay'].default)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0.8", "1.0"]
