@@ -92,9 +92,10 @@ _DEFAULTS = (
 )
 _LAYOUT_KEYS = ("pretrain_tfrecords", "vocab_file", "model_dir", "results_txt", "results_pkl")
 
-# Hparams whose value may be None besides their default's type; strings whose default is None.
-_NONE_ALLOWED = ("embedding_size", "keep_checkpoint_max")
-_OPTIONAL_STRINGS = ("tpu_job_name", "tpu_name", "tpu_zone", "gcp_project") + _LAYOUT_KEYS
+# Hparams that may be None (besides a value of their type); string hparams (some default to None).
+_TPU_NAMES = ("tpu_job_name", "tpu_name", "tpu_zone", "gcp_project")
+_NONE_ALLOWED = ("embedding_size", "keep_checkpoint_max") + _TPU_NAMES
+_STRINGS = _TPU_NAMES + _LAYOUT_KEYS
 _POSITIVE_INTS = (
     "iterations_per_loop", "save_checkpoints_steps", "num_train_steps", "num_eval_steps",
     "vocab_size", "max_seq_length", "train_batch_size", "eval_batch_size", "num_tpu_cores",
@@ -141,13 +142,13 @@ def _type_name(default):
 
 def _checked(key, value, default):
     """`value` converted to the type of `default`, or HparamsError naming `key`."""
-    if value is None and (key in _NONE_ALLOWED or key in _OPTIONAL_STRINGS):
+    if value is None and key in _NONE_ALLOWED:
         return None
     if key == "model_hparam_overrides":
         if not isinstance(value, dict):
             raise HparamsError(f"hparam model_hparam_overrides must be a JSON object, got {value!r}")
         return dict(value)
-    if key in _OPTIONAL_STRINGS:
+    if key in _STRINGS:
         default = ""
     elif key == "embedding_size":
         default = 0
