@@ -120,16 +120,20 @@ def test_continues_the_originals_checkpoint(data_dir):
     assert len(moved) > len(before) // 2
 
 
-@pytest.mark.slow  # three runs of 6 steps, one of them killed in another process
+@pytest.mark.slow  # three runs of 30 steps, one of them killed in another process
 def test_sigkill_and_resume_is_uninterrupted(data_dir, capsys):
-    run_main(cli_args(data_dir, model_name="reference"), capsys)
-    kill_after_checkpoint(cli_args(data_dir, model_name="killed"),
+    # Enough steps after the kill point that the run cannot finish in the 0.2 s before the kill.
+    steps = dict(num_train_steps=30)
+    run_main(cli_args(data_dir, model_name="reference", **steps), capsys)
+    kill_after_checkpoint(cli_args(data_dir, model_name="killed", **steps),
                           data_dir / "models" / "killed", 4, random.Random(os.getpid()),
                           driver=DRIVER)
-    assert not state_lists(data_dir / "models" / "killed", 6)
-    run_main(cli_args(data_dir, model_name="killed"), capsys)
-    assert_checkpoints_identical(data_dir / "models" / "reference" / "model.ckpt-6",
-                                 data_dir / "models" / "killed" / "model.ckpt-6")
+    assert not state_lists(data_dir / "models" / "killed", 30)
+    latest = tf.train.latest_checkpoint(str(data_dir / "models" / "killed"))
+    assert 4 <= int(latest.rsplit("-", 1)[1]) < 30  # what the restart resumes from
+    run_main(cli_args(data_dir, model_name="killed", **steps), capsys)
+    assert_checkpoints_identical(data_dir / "models" / "reference" / "model.ckpt-30",
+                                 data_dir / "models" / "killed" / "model.ckpt-30")
 
 
 @pytest.mark.parametrize("hparams, message", [
