@@ -109,3 +109,37 @@ def test_gumbel_max_samples_from_the_softmax(disallow):
     freq = np.bincount(ids, minlength=3) / len(ids)
     want = np.array([0.0, 0.75, 0.25]) if disallow else np.array([0.6, 0.3, 0.1])
     np.testing.assert_allclose(freq, want, atol=5 * np.sqrt(0.25 / len(ids)))
+
+
+REPLICA_DRIVER = """\
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from bert_tf.electra import masking
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    draws = masking.RandomDraws(seed=1)
+step = tf.function(lambda: strategy.run(lambda: draws.uniform([4])))
+values = [[v.numpy().tolist() for v in strategy.experimental_local_results(step())]
+          for _ in range(2)]
+print("RESULT " + json.dumps(values))
+"""
+
+
+@pytest.mark.slow  # a process start (two logical CPUs)
+def test_replicas_draw_independently():
+    """Under MirroredStrategy each replica folds its id into the seed: the two replicas' draws
+    differ, and the next step's differ from this step's."""
+    import json
+    import subprocess
+    import sys
+
+    from test_training_helpers import REPO, env
+
+    proc = subprocess.run([sys.executable, "-c", REPLICA_DRIVER], capture_output=True,
+                          text=True, env=env(), cwd=str(REPO), timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    (a0, a1), (b0, b1) = json.loads(lines[-1][len("RESULT "):])
+    assert a0 != a1 and b0 != b1 and a0 != b0 and a1 != b1

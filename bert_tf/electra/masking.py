@@ -23,10 +23,13 @@ _GUMBEL_EPS = 1e-9
 
 
 class RandomDraws(keras.layers.Layer):
-    """The source of the random numbers of masking and sampling.
+    """The source of the random numbers of masking and sampling: stateless draws whose seeds come
+    from the layer's `keras.random.SeedGenerator` (its state is saved with checkpoints). Under a
+    strategy with several replicas, each replica folds its replica id into the seed, so the
+    replicas' examples get independent masks and samples.
 
     Args:
-      seed: optional int seed of the layer's `keras.random.SeedGenerator`.
+      seed: optional int seed of the seed generator.
     """
 
     def __init__(self, seed=None, **kwargs):
@@ -34,14 +37,24 @@ class RandomDraws(keras.layers.Layer):
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
+    def _next_seed(self):
+        """int32 [2]."""
+        seed = self.seed_generator.next()
+        seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+        ctx = tf.distribute.get_replica_context()
+        if ctx is not None and ctx.num_replicas_in_sync > 1:
+            seed = tf.random.experimental.stateless_fold_in(
+                seed, tf.cast(ctx.replica_id_in_sync_group, tf.int32))
+        return seed
+
     def categorical(self, logits, num_samples):
         """int32 [B, num_samples] draws (with replacement) from float32 logits [B, C]."""
-        return keras.random.categorical(logits, num_samples, dtype="int32",
-                                        seed=self.seed_generator)
+        return tf.random.stateless_categorical(logits, num_samples, seed=self._next_seed(),
+                                               dtype=tf.int32)
 
     def uniform(self, shape):
         """float32 uniform [0, 1) of `shape`."""
-        return keras.random.uniform(shape, dtype="float32", seed=self.seed_generator)
+        return tf.random.stateless_uniform(shape, seed=self._next_seed(), dtype=tf.float32)
 
     def get_config(self):
         config = super().get_config()
