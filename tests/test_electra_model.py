@@ -16,13 +16,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf.electra import masking
 from bert_tf.electra.config import discriminator_config, generator_config
 from bert_tf.electra.hparams import PretrainingHparams
 from bert_tf.electra.model import ElectraPretrainingModel, electra_loss
-from bert_tf.tasks.electra_pretraining import (
-    ElectraOptions, ElectraPretrainer, ElectraPretrainingTask, objective_from_hparams,
-)
+from bert_tf.tasks.electra_pretraining import ElectraPretrainingTask, objective_from_hparams
+from conftest import load_recorder
 from test_training_helpers import assert_close, assert_matches_golden, read_checkpoint
 
 DATA = Path(__file__).resolve().parent / "data" / "electra_model"
@@ -40,28 +38,8 @@ def draws_of(case):
     return dict(np.load(DATA / case / "draws.npz"))
 
 
-class FixedDraws(masking.RandomDraws):
-    """The recording's draws: positions, the [MASK] uniforms and the Gumbel uniforms of one
-    step, held in variables so a traced step reads the ones assigned before it."""
-
-    def __init__(self, draws, **kwargs):
-        super().__init__(**kwargs)
-        self.all = draws
-        self.positions = tf.Variable(draws["positions"][0], trainable=False)
-        self.mask_uniform = tf.Variable(draws["mask_uniform"][0], trainable=False)
-        self.gumbel_uniform = tf.Variable(draws["gumbel_uniform"][0], trainable=False)
-
-    def set_step(self, step):
-        for name in ("positions", "mask_uniform", "gumbel_uniform"):
-            getattr(self, name).assign(self.all[name][step])
-
-    def categorical(self, logits, num_samples):
-        assert num_samples == self.positions.shape[1]
-        return tf.identity(self.positions)
-
-    def uniform(self, shape):
-        rank = shape.shape[0] if isinstance(shape, tf.Tensor) else len(shape)
-        return tf.identity(self.mask_uniform if rank == 2 else self.gumbel_uniform)
+RECORDER = load_recorder("electra_model")
+FixedDraws = RECORDER.fixed_draws_class()
 
 
 def hparams(case):
@@ -149,38 +127,13 @@ def test_eval_metrics_match_the_original(case):
 
 
 def trainer_for(case, output_dir, draws, init=True):
-    hp = hparams(case)
-    task = ElectraPretrainingTask(objective(case), generator_config(hp), hp.max_seq_length,
-                                  draws=draws)
-    opts = ElectraOptions(
-        output_dir=str(output_dir), input_files=[],
-        init_checkpoint=str(DATA / case / "init.ckpt") if init else None,
-        train_batch_size=3, learning_rate=hp.learning_rate, num_train_steps=hp.num_train_steps,
-        num_warmup_steps=hp.num_warmup_steps, lr_decay_power=hp.lr_decay_power,
-        weight_decay_rate=hp.weight_decay_rate, max_seq_length=hp.max_seq_length,
-        save_checkpoints_steps=1000, iterations_per_loop=1, keep_checkpoint_max=0)
-    return ElectraPretrainer(discriminator_config(hp), task, opts)
-
-
-class Batches:
-    """The recording's batches, one per call of get_next, from `first`."""
-
-    def __init__(self, draws, first):
-        data = {k: draws[k][first:] for k in ("input_ids", "input_mask", "segment_ids")}
-        self.iterator = iter(tf.data.Dataset.from_tensor_slices(data))
-
-    def get_next(self):
-        return next(self.iterator)
+    init_checkpoint = str(DATA / case / "init.ckpt") if init else None
+    return RECORDER.our_trainer(expected(case)["hparams"], DATA, output_dir, draws,
+                                init_checkpoint)
 
 
 def run_steps(trainer, fixed, draws, steps):
-    train = trainer.make_train_function(Batches(draws, steps[0]))
-    history = []
-    for step in steps:
-        fixed.set_step(step)
-        values = train(tf.constant(1, tf.int32))
-        history.append({k: float(v.numpy()[0]) for k, v in values.items()})
-    return history
+    return RECORDER.our_steps(trainer, fixed, draws, list(steps))
 
 
 def assert_steps_match(history, recorded, keys):
@@ -233,3 +186,18 @@ def test_the_originals_training_checkpoint_continues_in_ours(tmp_path):
     original = dict(np.load(DATA / case / "after_6_steps.npz"))
     original["global_step"] = np.int64(want["continued_global_step"])
     assert_matches_golden(ours, original)
+
+
+def test_our_checkpoint_trains_on_in_the_original():
+    """Recorded by make_expected.py: the original's Saver restored bert_tf's checkpoint after
+    bert_tf's 3 steps (every variable of its graph found, shapes and dtypes matching) and its
+    steps 4-6 from there equal its steps 4-6 from its own checkpoint."""
+    want = expected("electra")
+    for ours, own in zip(want["ours_then_original_steps"], want["continued_steps"], strict=True):
+        assert ours["step"] == own["step"]
+        for key in ("total_loss", "masked_lm_loss", "disc_loss", "learning_rate"):
+            assert ours[key] == pytest.approx(own[key], rel=1e-5), (own["step"], key)
+    assert len(want["ours_then_original_max_difference"]) == len(want["variables"]) - 1
+    worst = {k: v for k, v in want["ours_then_original_max_difference"].items() if v > 1e-5}
+    # Only the key biases' Adam moments (rounding noise, see assert_matches_golden) may differ.
+    assert all("/key/bias/adam_" in k for k in worst), worst

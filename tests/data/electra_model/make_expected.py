@@ -31,7 +31,10 @@ Outputs, per case, in <case>/:
     (name, shape, dtype);
 and for CONTINUED_CASE also model.ckpt-3.* (the original's training checkpoint after 3 steps, all
 its variables, as its Estimator's Saver writes them) and, in expected.json, the 3 steps it then
-takes on batches 3-5 with after_6_steps.npz; and discriminator_forward.npz: the original's
+takes on batches 3-5 with after_6_steps.npz, and the steps it takes from bert_tf's checkpoint
+after bert_tf's 3 steps (ours_then_original_steps; for every variable the largest difference
+from after_6_steps.npz relative to the variable's largest magnitude,
+ours_then_original_max_difference); and discriminator_forward.npz: the original's
 `modeling.BertModel` (is_training False, its default scope `electra/`, init.ckpt's weights) on
 the lines of extract_input.txt laid out as extract_features.py lays them out ([CLS] a [SEP]
 (b [SEP]), padded to 16): `input_ids` [n, 16], `all_encoder_layers` [L, n, 16, H].
@@ -300,6 +303,91 @@ def discriminator_forward(rp, config, init_checkpoint, vocab_file):
     return {"input_ids": rows["input_ids"], "all_encoder_layers": layers}
 
 
+# -- bert_tf's side, shared with tests/test_electra_model.py -------------------------------------
+def fixed_draws_class():
+    """`FixedDraws`: bert_tf's `RandomDraws` returning the recording's draws of one step, held
+    in variables so that a traced step reads the ones assigned before it (`set_step`)."""
+    from bert_tf.electra import masking
+
+    class FixedDraws(masking.RandomDraws):
+        def __init__(self, draws, **kwargs):
+            super().__init__(**kwargs)
+            self.all = draws
+            self.positions = tf.Variable(draws["positions"][0], trainable=False)
+            self.mask_uniform = tf.Variable(draws["mask_uniform"][0], trainable=False)
+            self.gumbel_uniform = tf.Variable(draws["gumbel_uniform"][0], trainable=False)
+
+        def set_step(self, step):
+            for name in ("positions", "mask_uniform", "gumbel_uniform"):
+                getattr(self, name).assign(self.all[name][step])
+
+        def categorical(self, logits, num_samples):
+            assert num_samples == self.positions.shape[1]
+            return tf.identity(self.positions)
+
+        def uniform(self, shape):
+            rank = shape.shape[0] if isinstance(shape, tf.Tensor) else len(shape)
+            return tf.identity(self.mask_uniform if rank == 2 else self.gumbel_uniform)
+
+    return FixedDraws
+
+
+def our_trainer(hparams, data_dir, output_dir, draws, init_checkpoint=None):
+    """bert_tf's `ElectraPretrainer` of `hparams` with `draws`, as the recording trains: batch
+    3, a step per call, no checkpoint pruning."""
+    from bert_tf.electra.config import discriminator_config, generator_config
+    from bert_tf.electra.hparams import PretrainingHparams
+    from bert_tf.tasks.electra_pretraining import (
+        ElectraOptions, ElectraPretrainer, ElectraPretrainingTask, objective_from_hparams)
+
+    hp = PretrainingHparams("m", str(data_dir), **hparams)
+    objective = objective_from_hparams(hp, {token: i for i, token in enumerate(VOCAB)})
+    task = ElectraPretrainingTask(objective, generator_config(hp), hp.max_seq_length, draws=draws)
+    options = ElectraOptions(
+        output_dir=str(output_dir), input_files=[], init_checkpoint=init_checkpoint,
+        train_batch_size=BATCH_SIZE, learning_rate=hp.learning_rate,
+        num_train_steps=hp.num_train_steps, num_warmup_steps=hp.num_warmup_steps,
+        lr_decay_power=hp.lr_decay_power, weight_decay_rate=hp.weight_decay_rate,
+        max_seq_length=hp.max_seq_length, save_checkpoints_steps=1000, iterations_per_loop=1,
+        keep_checkpoint_max=0)
+    return ElectraPretrainer(discriminator_config(hp), task, options)
+
+
+def our_steps(trainer, fixed, batches, steps):
+    """Runs `steps` (recording step numbers) through the trainer's train function with the
+    recording's batches and draws; returns each step's values (losses, learning_rate, ...)."""
+    data = {k: batches[k][steps[0]:] for k in ("input_ids", "input_mask", "segment_ids")}
+    iterator = iter(tf.data.Dataset.from_tensor_slices(data))
+    stream = types.SimpleNamespace(get_next=lambda: next(iterator))
+    train = trainer.make_train_function(stream)
+    history = []
+    for step in steps:
+        fixed.set_step(step)
+        values = train(tf.constant(1, tf.int32))
+        history.append({k: float(v.numpy()[0]) for k, v in values.items()})
+    return history
+
+
+def ours_then_original(rp, hparams, data_dir, out_dir, batches):
+    """bert_tf trains 3 steps from init.ckpt on the recording's draws and saves its checkpoint;
+    the original's Saver restores it (it needs every variable of the original's training graph,
+    Adam slots and global_step included, with its shape and dtype) and takes steps 4-6."""
+    work = tempfile.mkdtemp()
+    try:
+        fixed = fixed_draws_class()(batches)
+        trainer = our_trainer(hparams, data_dir, work, fixed,
+                              init_checkpoint=os.path.join(out_dir, "init.ckpt"))
+        trainer.restore()
+        our_steps(trainer, fixed, batches, list(range(RECORDED_STEPS)))
+        prefix = trainer.save()
+        graph = OriginalGraph(rp, hparams, data_dir)
+        with graph.graph.as_default():
+            graph.saver.restore(graph.session, prefix)
+        return graph.train(batches, range(RECORDED_STEPS, STEPS)), graph.state()
+    finally:
+        shutil.rmtree(work)
+
+
 def record_case(rp, name, case, data_dir):
     out_dir = os.path.join(HERE, name)
     os.makedirs(out_dir, exist_ok=True)
@@ -335,6 +423,12 @@ def record_case(rp, name, case, data_dir):
         expected["continued_steps"] = graph.train(batches, range(RECORDED_STEPS, STEPS))
         expected["continued_global_step"] = int(graph.session.run(graph.global_step))
         np.savez_compressed(os.path.join(out_dir, "after_6_steps.npz"), **graph.state())
+        steps, state = ours_then_original(rp, hparams, data_dir, out_dir, batches)
+        expected["ours_then_original_steps"] = steps
+        original = dict(np.load(os.path.join(out_dir, "after_6_steps.npz")))
+        expected["ours_then_original_max_difference"] = {
+            k: float(np.max(np.abs(state[k] - v)) / max(float(np.max(np.abs(v))), 1e-30))
+            for k, v in original.items()}
         with open(os.path.join(HERE, "extract_input.txt"), "w") as f:
             f.write("\n".join(EXTRACT_LINES) + "\n")
         np.savez_compressed(os.path.join(out_dir, "discriminator_forward.npz"), **(
