@@ -57,7 +57,8 @@ def test_derived_values_follow_the_formulas():
     large = electra_config.discriminator_config(PretrainingHparams("m", "D", model_size="large"))
     assert (large.hidden_size, large.num_hidden_layers, large.num_attention_heads,
             large.intermediate_size) == (1024, 24, 16, 4096)
-    assert not hasattr(large, "embedding_size")
+    # embedding_size = hidden_size: not written to the config, no projection.
+    assert large.embedding_size == 1024 and "embedding_size" not in large.to_dict()
 
 
 def test_generator_config_variants():
