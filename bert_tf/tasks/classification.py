@@ -9,6 +9,7 @@ run_classifier.py does: records, train, eval, predict, and the original's output
 """
 
 import dataclasses
+import json
 import os
 
 import numpy as np
@@ -21,7 +22,7 @@ from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
 from bert_tf.tasks.finetuning import FineTuningOptions
-from bert_tf.training.trainer import Trainer, TrainingError
+from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError
 
 
 class ClassifierError(TrainingError):
@@ -182,6 +183,31 @@ def _split_suffix(split, default):
     return "" if split == default else "_" + split.removeprefix("dev_")
 
 
+def _init_checkpoint_labels(options):
+    """--labels, or for task custom without it, the label list (in id order) that task.json
+    beside --init_checkpoint holds (written by a classifier run or `python -m bert_tf.hf
+    import`), so that the head's outputs keep their meaning and prediction needs no train file."""
+    if options.labels or (options.task_name or "").lower() != "custom" or not options.init_checkpoint:
+        return options.labels
+    init = options.init_checkpoint
+    path = os.path.join(init if tf.io.gfile.isdir(init) else os.path.dirname(init), TASK_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            saved = json.load(f)
+    except (ValueError, tf.errors.OpError):
+        return None
+    if not isinstance(saved, dict):
+        return None
+    labels = saved.get("labels")
+    if (not str(saved.get("task", "")).startswith("classifier:") or not isinstance(labels, list)
+            or not labels or not all(isinstance(x, str) and x for x in labels)):
+        return None
+    logging.info("Labels of %s (from %s): %s", init, path, ", ".join(labels))
+    return labels
+
+
 def run(config, options, strategy=None, do_train=False, do_eval=False, do_predict=False,
         step_callback=None):
     """What run_classifier.py does: its start-up checks in its order, then train, eval (every
@@ -198,7 +224,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         raise ClassifierError(str(e)) from None
     options.validate(config)
     tf.io.gfile.makedirs(options.output_dir)
-    processor = data.get_processor(options.task_name, labels=options.labels)
+    processor = data.get_processor(options.task_name, labels=_init_checkpoint_labels(options))
     if do_predict and not processor.test_splits:
         processor.get_test_examples(options.data_dir)  # raises, saying why
     tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
