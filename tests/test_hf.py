@@ -7,6 +7,8 @@ import json
 import os
 import pickle
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -405,3 +407,94 @@ def test_a_non_empty_output_dir_is_refused_and_kept(tmp_path):
     with pytest.raises(HubError, match="exists and is not an empty folder"):
         import_snapshot(folder, out)
     assert os.listdir(out) == ["mine.txt"]
+
+
+# --- the command lines: import, run_classifier.py on the import, export of its checkpoint ------
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(args, tmp_path):
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                                                PYTHONPATH=REPO))
+    return proc
+
+
+def _classifier_features(tokenizer, text_a, text_b, max_seq_length):
+    tokens = ["[CLS]"] + tokenizer.tokenize(text_a) + ["[SEP]"]
+    segments = [0] * len(tokens)
+    b = tokenizer.tokenize(text_b) + ["[SEP]"]
+    tokens += b
+    segments += [1] * len(b)
+    ids = tokenizer.convert_tokens_to_ids(tokens)
+    pad = max_seq_length - len(ids)
+    return ids + [0] * pad, segments + [0] * pad, [1] * len(ids) + [0] * pad
+
+
+@pytest.mark.slow  # four scripts in subprocesses, one of them trains: ~75 s at load 10 on 2 cores
+def test_run_classifier_fine_tunes_an_imported_snapshot_and_exports_back(tmp_path):
+    config, tensors, folder = build(tmp_path, "classifier-eps")
+    google, hub_out = tmp_path / "google", tmp_path / "hub-out"
+    proc = _run(["-m", "bert_tf.hf", "import", f"--hf_dir={folder}", f"--output_dir={google}"],
+                tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "architecture: BertForSequenceClassification" in proc.stdout
+    data = tmp_path / "data"
+    data.mkdir()
+    words = hub.WORDS[:12]
+    rng = np.random.default_rng(0)
+    rows = [(" ".join(rng.choice(words, 4)), " ".join(rng.choice(words, 3)), LABELS[i % 3])
+            for i in range(8)]
+    (data / "train.tsv").write_text("text_a\ttext_b\tlabel\n"
+                                    + "".join("\t".join(r) + "\n" for r in rows))
+    (data / "test.tsv").write_text("text_a\ttext_b\n"
+                                   + "".join("\t".join(r[:2]) + "\n" for r in rows[:5]))
+    common = ["run_classifier.py", "--task_name=custom", f"--data_dir={data}",
+              f"--vocab_file={google}/vocab.txt", f"--bert_config_file={google}/bert_config.json",
+              f"--init_checkpoint={google}/bert_model.ckpt", "--max_seq_length=12",
+              "--predict_batch_size=2"]
+
+    # Prediction with the imported head: the probabilities of Transformers' model, in the
+    # snapshot's label order (task.json), with no --labels flag.
+    proc = _run(common + [f"--output_dir={tmp_path}/predict", "--do_predict"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    tokenizer = FullTokenizer(str(google / "vocab.txt"), do_lower_case=True)
+    feats = np.array([_classifier_features(tokenizer, a, b, 12) for a, b, _ in rows[:5]])
+    ref = hub.reference_outputs(config, tensors, feats[:, 0], feats[:, 1],
+                                feats[:, 2].astype(float))
+    expected = np.exp(hub.log_softmax(ref["logits"]))
+    got = np.loadtxt(tmp_path / "predict/test_results.tsv", delimiter="\t")
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+    proc = _run(common + [f"--output_dir={tmp_path}/train", "--do_train",
+                          "--train_batch_size=4", "--num_train_epochs=1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "train/task.json").read_text())["labels"] == LABELS
+
+    proc = _run(["-m", "bert_tf.hf", "export", f"--checkpoint={tmp_path}/train",
+                 f"--bert_config_file={google}/bert_config.json",
+                 f"--vocab_file={google}/vocab.txt", f"--output_dir={hub_out}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "left out global_step (2)" in proc.stdout
+    exported = json.loads((hub_out / "config.json").read_text())
+    assert exported["architectures"] == ["BertForSequenceClassification"]
+    assert exported["id2label"] == {str(i): x for i, x in enumerate(LABELS)}
+    assert exported["hidden_act"] == "gelu" and exported["layer_norm_eps"] == 1e-3
+    trained = checkpoint_tensors(tmp_path / "train/model.ckpt-2")
+    weights = SafetensorsFile(hub_out / "model.safetensors").read_all()
+    np.testing.assert_array_equal(weights["classifier.weight"], trained["output_weights"])
+    np.testing.assert_array_equal(weights["bert.encoder.layer.1.output.dense.weight"],
+                                  trained["bert/encoder/layer_1/output/dense/kernel"].T)
+    assert not np.array_equal(weights["classifier.weight"], tensors["classifier.weight"])
+
+
+
+def test_cli_flags_of_the_other_verb_are_refused_in_one_line(tmp_path):
+    proc = _run(["-m", "bert_tf.hf", "export", f"--hf_dir={tmp_path}",
+                 f"--output_dir={tmp_path}/out"], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "bert_tf.hf: error: --hf_dir does not apply to export"
+    proc = _run(["-m", "bert_tf.hf", "import", f"--output_dir={tmp_path}/out"], tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "bert_tf.hf: error: import needs --hf_dir"

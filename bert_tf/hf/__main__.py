@@ -60,8 +60,8 @@ def main(argv):
     missing += [name for name in ("checkpoint", "output_dir") if verb == "export"
                 and not FLAGS[name].value]
     if wrong or missing:
-        what = (f"--{', --'.join(wrong)} do(es) not apply to {verb}" if wrong
-                else f"{verb} needs --{', --'.join(missing)}")
+        what = (f"--{', --'.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to "
+                f"{verb}" if wrong else f"{verb} needs --{', --'.join(missing)}")
         print(f"bert_tf.hf: error: {what}", file=sys.stderr)
         return 1
 
