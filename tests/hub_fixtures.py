@@ -129,21 +129,42 @@ def _global(module, name):
     return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
 
 
-def torch_pickle(tensors, extra_global=None):
+class StorageView:
+    """A tensor that is a view of a shared storage, as torch.save writes tied or sliced
+    tensors: `storage` (1-D array) saved once under `key`, the view at `offset` with `shape`
+    and `stride` (in elements)."""
+
+    def __init__(self, key, storage, offset, shape, stride):
+        self.key, self.storage = key, np.asarray(storage)
+        self.offset, self.shape, self.stride = offset, tuple(shape), tuple(stride)
+
+
+def _views(tensors):
+    """{name: StorageView}: a plain array becomes a contiguous view of a storage of its own."""
+    out = {}
+    for index, (name, value) in enumerate(tensors.items()):
+        if not isinstance(value, StorageView):
+            value = np.asarray(value)
+            stride = [int(s // value.itemsize) for s in np.ascontiguousarray(value).strides]
+            value = StorageView(f"t{index}", value.reshape(-1), 0, value.shape, stride)
+        out[name] = value
+    return out
+
+
+def torch_pickle(tensors, extra_global=None, storage_names=None):
     """The data.pkl bytes (protocol 2) of an OrderedDict of tensors, storages as persistent
-    ids ("storage", torch.XStorage, key, "cpu", numel); key i is the i-th tensor's storage.
-    `extra_global` (module, name, args) adds an entry whose value is that global called with
-    a string argument: what a malicious file does."""
+    ids ("storage", torch.XStorage, key, "cpu", numel). `extra_global` (module, name, arg)
+    adds an entry whose value is that global called with a string argument: what a malicious
+    file does. `storage_names` {key: "BFloat16Storage", ...} overrides the storage class."""
     body = [b"\x80\x02", _global("collections", "OrderedDict"), b")R("]
-    for key, (name, value) in enumerate(tensors.items()):
-        value = np.asarray(value)
-        stride = [int(s // value.itemsize) for s in np.ascontiguousarray(value).strides]
-        pid = _tuple([_unicode("storage"), _global("torch", _STORAGE[value.dtype]),
-                      _unicode(str(key)), _unicode("cpu"), _int(value.size)]) + b"Q"
+    for name, view in _views(tensors).items():
+        kind = (storage_names or {}).get(view.key) or _STORAGE[view.storage.dtype]
+        pid = _tuple([_unicode("storage"), _global("torch", kind), _unicode(view.key),
+                      _unicode("cpu"), _int(view.storage.size)]) + b"Q"
         body.append(_unicode(name))
         body.append(_global("torch._utils", "_rebuild_tensor_v2") + _tuple([
-            pid, _int(0), _tuple([_int(d) for d in value.shape]),
-            _tuple([_int(s) for s in stride]), b"\x89",
+            pid, _int(view.offset), _tuple([_int(d) for d in view.shape]),
+            _tuple([_int(s) for s in view.stride]), b"\x89",
             _global("collections", "OrderedDict") + b")R"]) + b"R")
     if extra_global is not None:
         module, name, arg = extra_global
@@ -153,15 +174,25 @@ def torch_pickle(tensors, extra_global=None):
     return b"".join(body)
 
 
-def write_torch_zip(path, tensors, root="pytorch_model", extra_global=None, byteorder=True):
-    """A pytorch_model.bin in PyTorch's zip layout (stored, uncompressed entries)."""
+def write_torch_zip(path, tensors, root="pytorch_model", extra_global=None, byteorder="little",
+                    storage_bytes=None, storage_names=None):
+    """A pytorch_model.bin in PyTorch's zip layout (stored, uncompressed entries). Values are
+    arrays or StorageViews; `byteorder` None leaves the byteorder entry out; `storage_bytes`
+    {key: bytes} overrides a storage's raw bytes."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
-        z.writestr(f"{root}/data.pkl", torch_pickle(tensors, extra_global))
+        z.writestr(f"{root}/data.pkl", torch_pickle(tensors, extra_global, storage_names))
         if byteorder:
-            z.writestr(f"{root}/byteorder", "little")
-        for key, value in enumerate(tensors.values()):
-            z.writestr(f"{root}/data/{key}", np.ascontiguousarray(value).astype(
-                np.asarray(value).dtype.newbyteorder("<")).tobytes())
+            z.writestr(f"{root}/byteorder", byteorder)
+        order = ">" if byteorder == "big" else "<"
+        written = set()
+        for view in _views(tensors).values():
+            if view.key in written:
+                continue
+            written.add(view.key)
+            raw = (storage_bytes or {}).get(view.key)
+            if raw is None:
+                raw = view.storage.astype(view.storage.dtype.newbyteorder(order)).tobytes()
+            z.writestr(f"{root}/data/{view.key}", raw)
         z.writestr(f"{root}/version", "3\n")
         z.writestr(f"{root}/.data/serialization_id", "0123456789")
 

@@ -22,7 +22,8 @@ from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.hf import HubError, names
 from bert_tf.hf.convert import export_checkpoint, import_snapshot
 from bert_tf.hf.safetensors_io import SafetensorsFile
-from bert_tf.hf.tokenizer_files import read_settings
+from bert_tf.hf.tokenizer_files import casing_from_folder_name, read_settings
+from bert_tf.hf.torch_zip import read_state_dict
 from bert_tf.pretraining import BertPretrainingModel
 from conftest import SHARED_DIR, tiny_config_dict
 
@@ -264,6 +265,9 @@ def test_tokenizer_settings_are_found_and_unsupported_ones_warned(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
     assert read_settings(str(tmp_path))[:2] == (False, [f"do_lower_case=False "
                                                         f"({tmp_path}/tokenizer_config.json)"])
+    assert casing_from_folder_name("/m/uncased_L-12_H-768_A-12") is True
+    assert casing_from_folder_name("/m/multi_cased_L-12_H-768_A-12/") is False
+    assert casing_from_folder_name("/m/my-model") is None
     # A cased snapshot gives a cased tokenizer: "Hello" is not lower-cased into "hello".
     folder = _tokenizer_json_only(tmp_path, hub.VOCAB, name="cased",
                                   tokenizer_config={"do_lower_case": False})
@@ -314,6 +318,53 @@ def test_a_pickle_calling_a_command_is_refused_and_nothing_runs(tmp_path, module
     with zipfile.ZipFile(bin_path) as z:
         data = z.read("pytorch_model/data.pkl")
     assert b"c" + module.encode() + b"\n" + name.encode() in data
+
+
+def test_torch_zip_views_byte_order_and_bfloat16(tmp_path):
+    """What torch.save writes beyond one contiguous storage per tensor: tensors sharing a
+    storage (a tied decoder), views at an offset or transposed, big-endian files, bfloat16."""
+    rng = np.random.default_rng(0)
+    storage = rng.normal(size=12).astype(np.float32)
+    tensors = {
+        "embeddings": hub.StorageView("0", storage, 0, (4, 3), (3, 1)),
+        "decoder": hub.StorageView("0", storage, 0, (4, 3), (3, 1)),
+        "transposed": hub.StorageView("0", storage, 0, (3, 4), (1, 3)),
+        "slice": hub.StorageView("0", storage, 5, (2, 3), (3, 1)),
+        "ids": np.arange(5, dtype=np.int64)[None],
+    }
+    for order in ("little", "big", None):
+        path = tmp_path / f"{order}.bin"
+        hub.write_torch_zip(path, tensors, byteorder=order)
+        got = read_state_dict(path)
+        assert list(got) == list(tensors)
+        np.testing.assert_array_equal(got["embeddings"], storage.reshape(4, 3))
+        np.testing.assert_array_equal(got["decoder"], storage.reshape(4, 3))
+        np.testing.assert_array_equal(got["transposed"], storage.reshape(4, 3).T)
+        np.testing.assert_array_equal(got["slice"], storage[5:11].reshape(2, 3))
+        assert got["ids"].dtype == np.int64 and got["ids"].tolist() == [[0, 1, 2, 3, 4]]
+    bf16 = np.array([1.0, -2.5, 0.15625, 2.0**127], np.float32)  # exact in bfloat16
+    path = tmp_path / "bf16.bin"
+    hub.write_torch_zip(path, {"w": hub.StorageView("0", bf16, 0, (4,), (1,))},
+                        storage_names={"0": "BFloat16Storage"},
+                        storage_bytes={"0": (bf16.view(np.uint32) >> 16).astype("<u2").tobytes()})
+    np.testing.assert_array_equal(read_state_dict(path)["w"], bf16)
+    path = tmp_path / "overrun.bin"
+    hub.write_torch_zip(path, {"w": hub.StorageView("0", storage, 8, (2, 3), (3, 1))})
+    with pytest.raises(HubError, match=r"overrun.bin: a tensor of size \[2, 3\], stride \[3, 1\] "
+                                       r"at offset 8 overruns its storage of 12 elements"):
+        read_state_dict(path)
+
+
+def test_bfloat16_safetensors_are_widened_exactly(tmp_path):
+    values = np.array([[1.0, -2.5], [0.15625, 2.0**127]], np.float32)
+    path = tmp_path / "bf16.safetensors"
+    data = (values.view(np.uint32) >> 16).astype("<u2").tobytes()
+    _raw_safetensors(path, {"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
+                            "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}},
+                     data + np.float32(7).tobytes())
+    got = SafetensorsFile(path).read_all()
+    np.testing.assert_array_equal(got["w"], values)
+    assert got["b"].tolist() == [7.0]
 
 
 def test_a_legacy_torch_file_is_refused_in_one_line(tmp_path):
