@@ -16,6 +16,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
 
+from bert_tf.hf.names import EXPORT_TASKS  # noqa: E402 (pure Python: no TensorFlow yet)
+
 _VERBS = ("import", "export")
 _FLAGS_OF = {
     "import": ("hf_dir", "output_dir"),
@@ -36,7 +38,7 @@ def _define_flags():
     flags.DEFINE_bool("do_lower_case", None,
                       "export: the tokenizer's casing (default: the tokenizer_config.json beside "
                       "the checkpoint or vocab, else a released model's folder name, else True).")
-    flags.DEFINE_enum("task", None, ["pretraining", "classifier", "squad", "tagging", "encoder"],
+    flags.DEFINE_enum("task", None, list(EXPORT_TASKS),
                       "export: which heads to export (default: the checkpoint's fine-tuning "
                       "head, else its pretraining heads, else the bare encoder).")
 

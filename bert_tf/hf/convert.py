@@ -22,12 +22,12 @@ from bert_tf.config import BertConfig
 from bert_tf.encoder import BertModel
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json
+from bert_tf.training.trainer import TASK_FILE, read_task_file
 
 CHECKPOINT_NAME = "bert_model.ckpt"
-TASK_FILE = "task.json"
 # Written by an import beside the checkpoint: the source and the tensors it generated.
 IMPORT_INFO_FILE = "hf_import.json"
-TASKS = ("pretraining", "classifier", "squad", "tagging", "encoder")
+TASKS = names.EXPORT_TASKS
 # --task -> the heads it exports; a fine-tuning task has exactly its one head.
 _TASK_HEADS = {"classifier": "classifier", "squad": "squad", "tagging": "tagging"}
 _HEADS_ARCHITECTURE = {
@@ -127,17 +127,6 @@ def import_snapshot(hf_dir, output_dir):
     return Result(os.fspath(output_dir), report)
 
 
-def _read_task_file(directory):
-    path = os.path.join(directory, TASK_FILE)
-    if not os.path.isfile(path):
-        return None
-    try:
-        data = read_json(path)
-    except HubError:
-        return None
-    return data
-
-
 def _heads_in(shapes):
     """The head groups whose every original name is in the checkpoint."""
     return [head for head, rows in names.HEADS.items()
@@ -231,7 +220,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     info = read_json(os.path.join(directory, IMPORT_INFO_FILE)) if os.path.isfile(
         os.path.join(directory, IMPORT_INFO_FILE)) else {}
     generated = set(info.get("generated") or ())
-    task_info = _read_task_file(directory) or {}
+    task_info = read_task_file(directory) or {}
 
     values = {name: np.asarray(v.numpy(), np.float32)
               for name, v in checkpoints.original_variable_map(bert).items()}

@@ -78,6 +78,9 @@ HEADS = {
     ),
 }
 
+# `python -m bert_tf.hf export --task=...`: which heads to export ("encoder" = BertModel).
+EXPORT_TASKS = ("pretraining", "classifier", "squad", "tagging", "encoder")
+
 # Transformers' BERT classes: the encoder's prefix, the heads, whether the class has a pooler.
 ARCHITECTURES = {
     "BertModel": ("", (), True),

@@ -9,7 +9,6 @@ run_classifier.py does: records, train, eval, predict, and the original's output
 """
 
 import dataclasses
-import json
 import os
 
 import numpy as np
@@ -22,7 +21,7 @@ from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
 from bert_tf.tasks.finetuning import FineTuningOptions
-from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError
+from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError, read_task_file
 
 
 class ClassifierError(TrainingError):
@@ -190,21 +189,16 @@ def _init_checkpoint_labels(options):
     if options.labels or (options.task_name or "").lower() != "custom" or not options.init_checkpoint:
         return options.labels
     init = options.init_checkpoint
-    path = os.path.join(init if tf.io.gfile.isdir(init) else os.path.dirname(init), TASK_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            saved = json.load(f)
-    except (ValueError, tf.errors.OpError):
-        return None
-    if not isinstance(saved, dict):
+    directory = init if tf.io.gfile.isdir(init) else os.path.dirname(init)
+    saved = read_task_file(directory)
+    if saved is None:
         return None
     labels = saved.get("labels")
     if (not str(saved.get("task", "")).startswith("classifier:") or not isinstance(labels, list)
             or not labels or not all(isinstance(x, str) and x for x in labels)):
         return None
-    logging.info("Labels of %s (from %s): %s", init, path, ", ".join(labels))
+    logging.info("Labels of %s (from %s): %s", init, os.path.join(directory, TASK_FILE),
+                 ", ".join(labels))
     return labels
 
 

@@ -16,7 +16,6 @@ with gold tags gives a file conlleval reads).
 """
 
 import dataclasses
-import json
 import os
 import types
 
@@ -30,7 +29,7 @@ from bert_tf.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError
+from bert_tf.training.trainer import Trainer, TrainingError, read_task_file
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
@@ -220,14 +219,7 @@ def _split_path(options, split):
 
 def _saved_labels(output_dir):
     """The label list of output_dir's task.json when a tagging run wrote it, else None."""
-    path = os.path.join(output_dir, TASK_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            saved = json.load(f)
-    except (ValueError, tf.errors.OpError):
-        return None
+    saved = read_task_file(output_dir) or {}
     if saved.get("task") != TaggingTask.name or not isinstance(saved.get("labels"), list):
         return None
     return saved["labels"]

@@ -59,6 +59,20 @@ _ARCHITECTURE_KEYS = (
 )
 
 
+def read_task_file(directory):
+    """The dict of `directory`'s task.json (written beside checkpoints by a run, or by
+    `python -m bert_tf.hf import`), or None when it is absent or unreadable."""
+    path = os.path.join(directory, TASK_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            saved = json.load(f)
+    except (ValueError, tf.errors.OpError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
 class TrainingError(ValueError):
     """Flags or files that do not make a valid training run; the message says which."""
 
