@@ -353,6 +353,12 @@ def test_torch_zip_views_byte_order_and_bfloat16(tmp_path):
     with pytest.raises(HubError, match=r"overrun.bin: a tensor of size \[2, 3\], stride \[3, 1\] "
                                        r"at offset 8 overruns its storage of 12 elements"):
         read_state_dict(path)
+    hub.write_torch_zip(path, {"w": hub.StorageView("0", storage, 0, (10**6, 10**6), (0, 0))})
+    with pytest.raises(HubError, match=r"size \[1000000, 1000000\] is larger than its storage"):
+        read_state_dict(path)
+    expanded = hub.StorageView("0", np.arange(6, dtype=np.int64), 0, (1, 6), (0, 1))
+    hub.write_torch_zip(path, {"position_ids": expanded})  # as Transformers' buffer
+    assert read_state_dict(path)["position_ids"].tolist() == [[0, 1, 2, 3, 4, 5]]
 
 
 def test_bfloat16_safetensors_are_widened_exactly(tmp_path):
@@ -532,6 +538,8 @@ def test_run_classifier_fine_tunes_an_imported_snapshot_and_exports_back(tmp_pat
     assert exported["architectures"] == ["BertForSequenceClassification"]
     assert exported["id2label"] == {str(i): x for i, x in enumerate(LABELS)}
     assert exported["hidden_act"] == "gelu" and exported["layer_norm_eps"] == 1e-3
+    # No --do_lower_case: the imported folder's tokenizer_config.json (beside the vocab) says.
+    assert json.loads((hub_out / "tokenizer_config.json").read_text())["do_lower_case"] is True
     trained = checkpoint_tensors(tmp_path / "train/model.ckpt-2")
     weights = SafetensorsFile(hub_out / "model.safetensors").read_all()
     np.testing.assert_array_equal(weights["classifier.weight"], trained["output_weights"])

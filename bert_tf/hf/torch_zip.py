@@ -15,6 +15,7 @@ legacy (pre-1.6, non-zip) layout and TorchScript archives are refused in one lin
 
 import collections
 import io
+import math
 import pickle
 import zipfile
 
@@ -119,6 +120,12 @@ class TensorUnpickler(pickle.Unpickler):
                            f"{size!r}, stride {stride!r} is not a valid view of a storage")
         if 0 in size:
             return np.zeros(size, dtype=storage.dtype)
+        # A state dict's tensors are views of at most their storage's size (an expanded
+        # buffer such as position_ids has stride 0 but no more elements); more would let a
+        # few bytes of file ask for any amount of memory.
+        if math.prod(size) > storage.size:
+            raise HubError(f"{self._path}: a tensor of size {list(size)} is larger than its "
+                           f"storage of {storage.size} elements")
         last = offset + sum((d - 1) * s for d, s in zip(size, stride))
         if last >= storage.size:
             raise HubError(f"{self._path}: a tensor of size {list(size)}, stride {list(stride)} "
