@@ -49,8 +49,9 @@ def hub_config(architecture, **overrides):
 
 
 def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_names=False,
-                   buffers=False, tied_decoder=False):
-    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]."""
+                   buffers=False, tied_decoder=False, pooler=None):
+    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
+    (`pooler` False: a BertModel made with add_pooling_layer=False)."""
     arch = config["architectures"][0]
     rng = np.random.default_rng(seed)
     h, i_size = config["hidden_size"], config["intermediate_size"]
@@ -87,7 +88,7 @@ def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_nam
         linear(base + "intermediate.dense", i_size, h)
         linear(base + "output.dense", h, i_size)
         norm(base + "output.LayerNorm")
-    if arch not in NO_POOLER:
+    if arch not in NO_POOLER if pooler is None else pooler:
         linear(prefix + "pooler.dense", h, h)
     heads = HEADS[arch]
     if "mlm" in heads:
@@ -310,7 +311,7 @@ def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask
         inner = act(lin(x, base + "intermediate.dense"))
         x = ln(lin(inner, base + "output.dense") + x, base + "output.LayerNorm")
     out = {"sequence_output": x}
-    if arch not in NO_POOLER:
+    if "pooler.dense.weight" in w:
         out["pooled_output"] = np.tanh(lin(x[:, 0], "pooler.dense"))
     heads = HEADS[arch]
     if "mlm" in heads:

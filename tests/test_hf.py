@@ -33,6 +33,7 @@ CASES = {
     "bare": ("BertModel", "safetensors", {}, {}),
     "bare-prefixed-gamma-beta": ("BertModel", "bin", dict(prefix="bert.", old_layer_norm_names=True),
                                  {}),
+    "bare-no-pooler": ("BertModel", "safetensors", dict(pooler=False), {}),
     "pretraining-bin-buffers-tied": ("BertForPreTraining", "bin",
                                      dict(buffers=True, tied_decoder=True), {}),
     "masked-lm-sharded": ("BertForMaskedLM", "sharded", {}, dict(hidden_act="gelu_new")),

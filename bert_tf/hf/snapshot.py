@@ -286,9 +286,11 @@ def read_snapshot(hf_dir):
             rng, (h, h), config["initializer_range"])
         tensors["bert/pooler/dense/bias"] = np.zeros(h, np.float32)
         generated = ["bert/pooler/dense/kernel", "bert/pooler/dense/bias"]
-        report.append(f"generated bert/pooler/dense/{{kernel,bias}}: {arch} has no pooler; "
-                      "initialized as the original does (truncated normal, zero bias) so that "
-                      "every script loads the folder; export leaves it out again")
+        why = (f"{arch} has no pooler" if not names.ARCHITECTURES[arch][2]
+               else "the snapshot has none (saved without its pooling layer)")
+        report.append(f"generated bert/pooler/dense/{{kernel,bias}}: {why}; initialized as the "
+                      "original does (truncated normal, zero bias) so that every script loads "
+                      "the folder; export leaves it out again")
     labels = None
     if num_labels is not None:
         labels = _labels(hub, hub_path, num_labels)
