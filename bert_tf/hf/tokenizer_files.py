@@ -114,13 +114,17 @@ def read_settings(folder):
     normalizer, model = {}, {}
     if os.path.isfile(json_path):
         data = read_json(json_path)
-        normalizer = data.get("normalizer") or {}
-        model = data.get("model") or {}
+
+        def part(key):
+            value = data.get(key)
+            return value if isinstance(value, dict) else {}
+
+        normalizer, model = part("normalizer"), part("model")
         if normalizer.get("type") not in (None, "BertNormalizer"):
             warnings.append(f"{json_path}: normalizer {normalizer.get('type')!r} is not "
                             "BertNormalizer; the original tokenizer normalizes as BERT does")
             normalizer = {}
-        pre = (data.get("pre_tokenizer") or {}).get("type")
+        pre = part("pre_tokenizer").get("type")
         if pre not in (None, "BertPreTokenizer"):
             warnings.append(f"{json_path}: pre_tokenizer {pre!r} is not BertPreTokenizer; the "
                             "original splits on whitespace and punctuation as BERT does")
