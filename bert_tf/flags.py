@@ -42,6 +42,11 @@ def define_fine_tuning_flags():
                          "How often to save the model checkpoint.")
     flags.DEFINE_integer("iterations_per_loop", 1000,
                          "Steps run inside one tf.function call between host-side work.")
+    flags.DEFINE_float("layerwise_lr_decay", 1.0,
+                       "ELECTRA's layer-wise learning-rate decay (its run_finetuning.py): with "
+                       "L layers, the embeddings train at lr * decay^(L+2), layer i at "
+                       "lr * decay^(L+1-i), the pooler and task head at lr. 1.0 = off; ELECTRA "
+                       "fine-tunes with 0.8 (0.9 for Large).")
 
 
 def define_trainer_flags(shuffle_buffer_size=100):
@@ -110,6 +115,8 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         optimizer=FLAGS.optimizer,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         initial_loss_scale=FLAGS.initial_loss_scale,
+        # a fine-tuning flag (define_fine_tuning_flags); other scripts keep the default
+        **({"layerwise_lr_decay": FLAGS.layerwise_lr_decay} if "layerwise_lr_decay" in FLAGS else {}),
     )
 
 

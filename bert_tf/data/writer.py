@@ -123,8 +123,8 @@ def masked_crc32c(crc):
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def frame_records(records, header_cache=None):
-    """The TFRecord bytes of a list of serialized records."""
+def frame_each(records, header_cache=None):
+    """The TFRecord bytes of each of a list of serialized records (a list, same order)."""
     crcs = masked_crc32c(crc32c_batch(records)).astype("<u4").tobytes()
     header_cache = {} if header_cache is None else header_cache
     out = []
@@ -135,10 +135,13 @@ def frame_records(records, header_cache=None):
         if header is None:
             length = struct.pack("<Q", n)
             header = header_cache[n] = length + struct.pack("<I", masked_crc32c(crc32c(length)))
-        append(header)
-        append(record)
-        append(crcs[4 * i:4 * i + 4])
-    return b"".join(out)
+        append(header + record + crcs[4 * i:4 * i + 4])
+    return out
+
+
+def frame_records(records, header_cache=None):
+    """The TFRecord bytes of a list of serialized records."""
+    return b"".join(frame_each(records, header_cache))
 
 
 def _gfile():
@@ -172,6 +175,11 @@ class TFRecordFile:
         self._pending.extend(records)
         if len(self._pending) >= self._batch_size:
             self.flush()
+
+    def write_framed(self, data):
+        """Appends bytes already framed as TFRecords (after the pending records)."""
+        self.flush()
+        self._file.write(data)
 
     def flush(self):
         if not self._pending:
@@ -235,6 +243,7 @@ class RoundRobinRecordWriter:
             raise
         self._next = 0
         self.num_written = 0
+        self._header_crcs = {}
 
     def write(self, record):
         self._files[self._next].write(record)
@@ -250,8 +259,10 @@ class RoundRobinRecordWriter:
         if n == 1:
             files[0].write_many(records)
         else:
-            for j in range(n):
-                files[(self._next + j) % n].write_many(records[j::n])
+            # one CRC pass over the whole batch: per file, batches would be n times smaller
+            framed = frame_each(records, self._header_crcs)
+            for j in range(min(n, len(records))):
+                files[(self._next + j) % n].write_framed(b"".join(framed[j::n]))
             self._next = (self._next + len(records)) % n
         self.num_written += len(records)
 

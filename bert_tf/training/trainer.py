@@ -43,7 +43,9 @@ from bert_tf.config import BertConfig
 from bert_tf.training import input_pipeline, metrics, precision
 from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.lamb import Lamb
-from bert_tf.training.optimizer import AdamWeightDecay, clip_by_global_norm
+from bert_tf.training.optimizer import (
+    AdamWeightDecay, clip_by_global_norm, layerwise_lr_multipliers,
+)
 from bert_tf.training.schedule import WarmupLinearDecay
 from bert_tf.training.strategy import worker_info
 from bert_tf.training.summaries import ScalarWriter
@@ -111,6 +113,8 @@ class TrainerOptions:
     init_optimizer_state: bool = False
     initial_loss_scale: float = 2.0 ** 15
     loss_scale_growth_interval: int = 2000
+    # ELECTRA's layer-wise learning-rate decay (optimizer.layerwise_lr_multipliers); 1.0 = off.
+    layerwise_lr_decay: float = 1.0
 
     _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
                  "save_checkpoints_steps", "iterations_per_loop")
@@ -223,9 +227,19 @@ class Trainer:
                 if var.trainable and not name.startswith(task.unused_variable_prefixes)
             ]
             self.train_variables = [table[name] for name in self.variable_names]
+            multipliers = layerwise_lr_multipliers(
+                self.variable_names, config.num_hidden_layers, options.layerwise_lr_decay)
+            if multipliers:
+                logging.info("--layerwise_lr_decay=%g: learning rate x%.4g for the embeddings, "
+                             "x%.4g for layer 0 ... x%.4g for layer %d, x1 for the rest",
+                             options.layerwise_lr_decay,
+                             options.layerwise_lr_decay ** (config.num_hidden_layers + 2),
+                             options.layerwise_lr_decay ** (config.num_hidden_layers + 1),
+                             options.layerwise_lr_decay ** 2, config.num_hidden_layers - 1)
             self.optimizer = OPTIMIZERS[options.optimizer](
                 weight_decay_rate=options.weight_decay_rate,
-                jit_compile=options.fused_optimizer or options.use_xla)
+                jit_compile=options.fused_optimizer or options.use_xla,
+                learning_rate_multipliers=multipliers)
             # Slots must exist before the first traced step (MirroredStrategy cannot create
             # variables inside a replica function).
             self.optimizer.build(dict(zip(self.variable_names, self.train_variables)))
