@@ -36,9 +36,10 @@ class CheckpointError(ValueError):
 class DamagedCheckpointError(CheckpointError):
     """A checkpoint whose files are missing, cut short or corrupt; `prefix` names it."""
 
-    def __init__(self, prefix, message):
-        super().__init__(message)
+    def __init__(self, prefix, what):
+        super().__init__(f"checkpoint {prefix} is damaged: {what}")
         self.prefix = prefix
+        self.what = what
 
 
 def data_files(prefix):
@@ -51,9 +52,10 @@ def _first_line(error):
     return lines[0] if lines else type(error).__name__
 
 
-def damaged_checkpoint_error(prefix, error, tensor=None):
+def damaged_checkpoint_error(prefix, error=None, tensor=None):
     """The `DamagedCheckpointError` of `error`, raised opening checkpoint `prefix` (its index)
-    or, with `tensor`, reading that tensor: one line naming the file and what is wrong."""
+    or, with `tensor`, reading that tensor: one line naming the file and what is wrong. Without
+    `error`: the files of `prefix` are missing."""
     index = prefix + _INDEX_SUFFIX
     data = data_files(prefix)
     reason = _first_line(error)
@@ -72,7 +74,7 @@ def damaged_checkpoint_error(prefix, error, tensor=None):
             what = f"{names} is corrupt: tensor {tensor} fails its checksum"
         else:
             what = f"cannot read tensor {tensor} from {names} ({reason})"
-    return DamagedCheckpointError(prefix, f"checkpoint {prefix} is damaged: {what}")
+    return DamagedCheckpointError(prefix, what)
 
 
 def open_checkpoint(prefix):

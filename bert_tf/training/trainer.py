@@ -513,13 +513,19 @@ class Trainer:
         damaged = []
         for prefix in candidates:
             try:
+                if not tf.io.gfile.exists(prefix + ".index"):  # listed, but lost
+                    raise checkpoints.damaged_checkpoint_error(prefix)
                 report = checkpoints.load_original_checkpoint(self.model, prefix)
                 state = self._input_state_prefix(prefix)
                 # Workers decide alone: only with one are they sure to agree on the fallback.
                 if (not weights_only and self.num_workers == 1
                         and (tf.io.gfile.exists(state + ".index")
                              or checkpoints.data_files(state))):
-                    checkpoints.verify_checkpoint(state)
+                    try:
+                        checkpoints.verify_checkpoint(state)
+                    except checkpoints.DamagedCheckpointError as e:
+                        raise checkpoints.DamagedCheckpointError(
+                            prefix, f"its input position: {e.what}") from None
             except checkpoints.DamagedCheckpointError as e:
                 damaged.append(e)
                 continue
