@@ -13,6 +13,7 @@ a scheme (`gs://...`) go through `tf.io.gfile`.
 import contextlib
 import errno
 import os
+import re
 import shutil
 import uuid
 
@@ -40,8 +41,13 @@ def _gfile():
 
 def temporary_name(path):
     """`<path>.tmp-<pid>-<random>`: beside `path` (a rename within one file system), unique
-    per writer, and recognisable as an interrupted write's leftover (`*.tmp-*`)."""
+    per writer, and recognisable as an interrupted write's leftover (`is_temporary_name`)."""
     return f"{os.fspath(path)}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def is_temporary_name(path):
+    """Whether `path` is a `temporary_name` (what a process killed mid-write leaves)."""
+    return re.search(r"\.tmp-\d+-[0-9a-f]{8}$", os.fspath(path)) is not None
 
 
 def exists(path):

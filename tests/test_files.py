@@ -353,3 +353,9 @@ def test_export_on_a_full_disk_keeps_the_old_export(tmp_path, monkeypatch):
     assert f"cannot write {out}: no space left on the device of {tmp_path} (" in str(err.value)
     assert (out / "saved_model.pb").read_bytes() == OLD
     assert os.listdir(tmp_path) == ["export"]
+
+
+def test_temporary_names_are_recognised():
+    assert files.is_temporary_name(files.temporary_name("/out/test_results.tsv"))
+    assert not files.is_temporary_name("/out/test_results.tsv")
+    assert not files.is_temporary_name("/out/notes.tmp-draft")  # a user's file stays

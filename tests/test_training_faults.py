@@ -84,9 +84,14 @@ def test_resume_passes_over_a_damaged_latest_checkpoint(reference, tmp_path, cap
 def test_an_unreadable_state_file_resumes_from_the_newest_checkpoint(reference, tmp_path):
     out = _copy_run(reference, tmp_path)
     (out / "checkpoint").write_bytes(b"\x00garbage{{")
+    # What a run killed mid-write leaves is removed; a user's file is not.
+    (out / "test_results.tsv.tmp-123-0123abcd").write_text("half")
+    (out / "notes.tmp-draft").write_text("mine")
     result = _run(_args(tmp_path, out))  # before: no checkpoint seen, training from step 0
     assert result["checkpoint"] == str(out / f"model.ckpt-{TOTAL}")
     assert result["history"] == []
+    assert not (out / "test_results.tsv.tmp-123-0123abcd").exists()
+    assert (out / "notes.tmp-draft").read_text() == "mine"
 
 
 def test_eval_uses_the_newest_intact_checkpoint_and_moves_nothing(reference, tmp_path, caplog):

@@ -657,20 +657,20 @@ class Trainer:
 
     def remove_interrupted_writes(self):
         """Deletes what a run killed mid-write left in output_dir: temporary files of
-        checkpoint, input-state, state-file, config, task-file and eval-results writes (never
-        complete files)."""
+        checkpoint, input-state, state-file, config, task-file and eval-results writes, and
+        of any other `files.atomic_path` write there (never complete files)."""
         if not self.is_chief or not tf.io.gfile.isdir(self.options.output_dir):
             return
         patterns = (f"{CHECKPOINT_BASENAME}-*.tmp*", f"{CHECKPOINT_BASENAME}-*_temp*",
                     f"{checkpoints.STATE_FILE}.tmp*", "eval_results.txt.tmp-*",
                     f"{TASK_FILE}.tmp-*", f"{checkpoints.CONFIG_FILE}.tmp-*")
-        for pattern in patterns:
-            for path in tf.io.gfile.glob(os.path.join(self.options.output_dir, pattern)):
-                logging.info("Removing %s, left by an interrupted write", path)
-                if tf.io.gfile.isdir(path):
-                    tf.io.gfile.rmtree(path)
-                else:
-                    tf.io.gfile.remove(path)
+        found = {path for pattern in patterns for path in tf.io.gfile.glob(
+            os.path.join(self.options.output_dir, pattern))}
+        found.update(path for path in tf.io.gfile.glob(
+            os.path.join(self.options.output_dir, "*.tmp-*")) if files.is_temporary_name(path))
+        for path in sorted(found):
+            logging.info("Removing %s, left by an interrupted write", path)
+            files.remove(path)
 
     def _restore_input_state(self, prefix, stream):
         if not stream.checkpointable:
