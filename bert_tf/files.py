@@ -50,11 +50,6 @@ def is_temporary_name(path):
     return re.search(r"\.tmp-\d+-[0-9a-f]{8}$", os.fspath(path)) is not None
 
 
-def exists(path):
-    path = os.fspath(path)
-    return _gfile().exists(path) if is_remote(path) else os.path.lexists(path)
-
-
 def remove(path):
     """Deletes the file or directory tree `path` if it exists; never raises."""
     path = os.fspath(path)

@@ -764,13 +764,17 @@ class Trainer:
             self._remove_input_state(prefix)
             if not files.is_out_of_space(e):
                 raise
-            # As much as this worker's previous input state took, if it has one.
+            # The input position (as large as this worker's previous one, if it has one, else
+            # at least what was written) and the model checkpoint after it.
             previous = checkpoints.latest_checkpoint(self.options.output_dir)
-            needed = sum(files.size(p) for p in self._input_state_files(previous)) if (
-                previous) else 0
+            needed = max(written, sum(files.size(p) for p in self._input_state_files(previous))
+                         if previous else 0)
+            needed += sum(v.numpy().nbytes for v in self.model.weights)
+            needed += sum(np.asarray(v).nbytes for values in self.optimizer.get_state().values()
+                          for v in values.values())
             raise files.OutputError(files.out_of_space_message(
-                f"the input position {state}", self.options.output_dir, needed=needed,
-                written=written)) from None
+                f"checkpoint {prefix} (its input position {os.path.basename(state)})",
+                self.options.output_dir, needed=needed)) from None
 
     def _prune(self, latest):
         keep = self.options.keep_checkpoint_max
