@@ -222,3 +222,24 @@ def test_command_line_damaged_init_checkpoint(reference, tmp_path):
     assert errors[0].startswith(f"run_pretraining.py: error: --init_checkpoint: checkpoint "
                                 f"{damaged} is damaged: {damaged}.data-00000-of-00001 (")
     assert "is cut short: tensor " in errors[0]
+
+
+def test_several_workers_do_not_pass_over_a_damaged_input_position(reference, tmp_path):
+    """With several workers each has its own input position, so one worker cannot fall back
+    alone: the restore of a damaged one is one line saying how to continue."""
+    from bert_tf.config import BertConfig
+    from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+
+    out = _copy_run(reference, tmp_path)
+    latest = out / f"model.ckpt-{TOTAL}"
+    _cut(f"{latest}.input-0-of-1.data-00000-of-00001")
+    args = _args(tmp_path, out)
+    config = BertConfig.from_json_file(args.pop("bert_config_file"))
+    trainer = Pretrainer(config, PretrainingOptions(**args))
+    stream = trainer.input_stream(args["input_files"], 4, is_training=True)
+    with pytest.raises(TrainingError) as err:
+        trainer._restore_input_state(str(latest), stream)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"checkpoint {latest}.input-0-of-1 is damaged: ")
+    assert f"move the files {latest}.* out of --output_dir and restart" in message

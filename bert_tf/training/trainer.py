@@ -689,7 +689,15 @@ class Trainer:
             return False
         try:
             self._input_checkpoint(stream).read(state).assert_existing_objects_matched()
-        except (tf.errors.OpError, AssertionError, ValueError) as e:
+        except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+            try:
+                checkpoints.verify_checkpoint(state)
+            except checkpoints.DamagedCheckpointError as damaged:
+                # One worker alone cannot pass over it (see _load_newest_intact).
+                raise TrainingError(
+                    f"{damaged}; with several workers a damaged input position is not passed "
+                    f"over: move the files {prefix}.* out of --output_dir and restart to "
+                    "resume from the checkpoint before it") from None
             raise TrainingError(
                 f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
                 "input files or flags (batch size, shuffle_buffer_size, seed) must be those of "
