@@ -243,3 +243,23 @@ def test_several_workers_do_not_pass_over_a_damaged_input_position(reference, tm
     assert "\n" not in message
     assert message.startswith(f"checkpoint {latest}.input-0-of-1 is damaged: ")
     assert f"move the files {latest}.* out of --output_dir and restart" in message
+
+
+def test_full_disk_while_writing_tensorboard_events_is_one_line(tmp_path, monkeypatch):
+    from bert_tf.training import summaries
+
+    writer = summaries.ScalarWriter(str(tmp_path / "train"))
+    writer.write(1, {"loss": 1.0})
+
+    def full(*args, **kwargs):
+        raise tf.errors.ResourceExhaustedError(None, None, "events; No space left on device")
+
+    monkeypatch.setattr(tf.summary, "write", full)
+    with pytest.raises(files.OutputError) as err:
+        writer.write(2, {"loss": 1.0})
+    assert str(err.value).startswith(f"cannot write TensorBoard events in {tmp_path / 'train'}: "
+                                     f"no space left on the device of {tmp_path / 'train'} (")
+    monkeypatch.setattr(tf.summary, "write", lambda *a, **k: (_ for _ in ()).throw(
+        tf.errors.InvalidArgumentError(None, None, "another error")))
+    with pytest.raises(tf.errors.InvalidArgumentError):  # passes through unchanged
+        writer.write(3, {"loss": 1.0})
