@@ -17,11 +17,11 @@ import re
 import shutil
 import uuid
 
-# Disk full (ENOSPC), quota exceeded (EDQUOT), file too large for the filesystem (EFBIG).
-_SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+# Disk full (ENOSPC) and quota exceeded (EDQUOT): either way, space must be freed.
+_SPACE_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 # How TensorFlow's file systems word the same conditions (as a ResourceExhaustedError, or
 # another OpError on some file systems).
-_SPACE_MESSAGES = ("no space left on device", "disk quota exceeded", "file too large")
+_SPACE_MESSAGES = ("no space left on device", "disk quota exceeded")
 
 
 class OutputError(ValueError):

@@ -5,7 +5,8 @@
 
 Reads UTF-8 lines from --input_file (default stdin) and writes one JSON object per line, in
 order, to --output_file (default stdout; a file is written under a temporary name and renamed
-when complete: never half-written). What a line holds depends on the export's task (its bert_tf_export.json):
+when complete: never half-written). What a line holds depends on the export's task (its
+bert_tf_export.json):
 
   classifier, features  `text_a` or `text_a<TAB>text_b`
                         -> classifier {"label": str, "probabilities": {label: float}}
