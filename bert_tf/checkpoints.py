@@ -384,8 +384,14 @@ def write_checkpoint_state(directory, latest_prefix, all_prefixes):
 
 
 def _state(directory):
-    """`directory`'s state file as (latest prefix or None, [listed prefixes, oldest first])."""
-    state = tf.train.get_checkpoint_state(directory)
+    """`directory`'s state file as (latest prefix or None, [listed prefixes, oldest first]);
+    (None, []) when it is absent or unreadable (e.g. empty)."""
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (ValueError, tf.errors.OpError) as e:
+        logging.warning("%s: cannot read the checkpoint state (%s)",
+                        os.path.join(directory, STATE_FILE), _first_line(e))
+        return None, []
     if state is None:
         return None, []
 
@@ -414,10 +420,10 @@ def listed_checkpoints(directory):
 
 
 def latest_checkpoint(directory):
-    """The latest checkpoint prefix of `directory`'s state file, or None."""
-    if not tf.io.gfile.exists(os.path.join(directory, STATE_FILE)):
-        return None
-    return tf.train.latest_checkpoint(directory)
+    """The latest checkpoint prefix of `directory`'s state file, or None (no readable state
+    file, or the latest's index is gone)."""
+    latest, _ = _state(directory)
+    return latest if latest and tf.io.gfile.exists(latest + _INDEX_SUFFIX) else None
 
 
 def delete_checkpoint(prefix):

@@ -21,8 +21,8 @@ TOTAL = 8
 
 
 def _args(tmp_path, output_dir, **overrides):
-    return tiny_options(tmp_path, output_dir, num_train_steps=TOTAL, save_checkpoints_steps=2,
-                        iterations_per_loop=2, **overrides)
+    options = dict(num_train_steps=TOTAL, save_checkpoints_steps=2, iterations_per_loop=2)
+    return tiny_options(tmp_path, output_dir, **{**options, **overrides})
 
 
 def _run(args):
@@ -81,15 +81,22 @@ def test_resume_passes_over_a_damaged_latest_checkpoint(reference, tmp_path, cap
     assert_checkpoints_identical(reference / "out" / f"model.ckpt-{TOTAL}", latest)
 
 
-def test_an_unreadable_state_file_resumes_from_the_newest_checkpoint(reference, tmp_path):
+@pytest.mark.parametrize("state", [b"\x00garbage{{", b""], ids=["garbled", "empty"])
+def test_an_unreadable_state_file_resumes_from_the_newest_checkpoint(reference, tmp_path, state):
     out = _copy_run(reference, tmp_path)
-    (out / "checkpoint").write_bytes(b"\x00garbage{{")
+    (out / "checkpoint").write_bytes(state)
     # What a run killed mid-write leaves is removed; a user's file is not.
     (out / "test_results.tsv.tmp-123-0123abcd").write_text("half")
     (out / "notes.tmp-draft").write_text("mine")
-    result = _run(_args(tmp_path, out))  # before: no checkpoint seen, training from step 0
-    assert result["checkpoint"] == str(out / f"model.ckpt-{TOTAL}")
-    assert result["history"] == []
+    # Before: no checkpoint seen, training from step 0 over them.
+    result = _run(_args(tmp_path, out, num_train_steps=TOTAL + 2))
+    assert result["history"][0][0] == TOTAL
+    # The state file is rewritten from the checkpoints on disk: keep_checkpoint_max (5) keeps
+    # them all, none is pruned as unlisted.
+    assert sorted(p.name for p in out.glob("model.ckpt-*.index") if ".input" not in p.name) == (
+        sorted(f"model.ckpt-{n}.index" for n in (2, 4, 6, 8, 10)))
+    assert (out / "checkpoint").read_text() == 'model_checkpoint_path: "model.ckpt-10"\n' + "".join(
+        f'all_model_checkpoint_paths: "model.ckpt-{n}"\n' for n in (2, 4, 6, 8, 10))
     assert not (out / "test_results.tsv.tmp-123-0123abcd").exists()
     assert (out / "notes.tmp-draft").read_text() == "mine"
 
@@ -110,8 +117,9 @@ def test_eval_uses_the_newest_intact_checkpoint_and_moves_nothing(reference, tmp
 
 def test_no_intact_checkpoint_is_one_line(reference, tmp_path):
     out = _copy_run(reference, tmp_path)
-    for data in out.glob("model.ckpt-*[0-9].data-00000-of-00001"):
-        _cut(data)
+    for data in out.glob("model.ckpt-*.data-00000-of-00001"):
+        if ".input-" not in data.name:
+            _cut(data)
     before = _bytes(out)
     with pytest.raises(TrainingError) as err:
         _run(_args(tmp_path, out))

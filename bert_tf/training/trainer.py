@@ -495,16 +495,20 @@ class Trainer:
         listed = checkpoints.listed_checkpoints(directory)
         if listed:
             return listed
-        found = sorted(
-            (path[:-len(".index")] for path in tf.io.gfile.glob(
-                os.path.join(directory, f"{CHECKPOINT_BASENAME}-*.index"))
-             if re.fullmatch(rf"{re.escape(CHECKPOINT_BASENAME)}-\d+\.index",
-                             os.path.basename(path))),
-            key=_checkpoint_step, reverse=True)
+        found = self._checkpoints_on_disk()[::-1]
         if found:
             logging.warning("%s lists no checkpoint (unreadable): taking the checkpoints of "
                             "%s by their step", state_path, directory)
         return found
+
+    def _checkpoints_on_disk(self):
+        """Every output_dir/model.ckpt-N with an index, by N."""
+        return sorted(
+            (path[:-len(".index")] for path in tf.io.gfile.glob(
+                os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-*.index"))
+             if re.fullmatch(rf"{re.escape(CHECKPOINT_BASENAME)}-\d+\.index",
+                             os.path.basename(path))),
+            key=_checkpoint_step)
 
     def _load_newest_intact(self, candidates, weights_only):
         """Loads the first of `candidates` (newest first) whose files are intact (and, to
@@ -540,10 +544,9 @@ class Trainer:
             f"{damaged[0]}{others}; move the damaged files out of the directory to start "
             "afresh, or use a new --output_dir")
 
-    def _set_aside(self, damaged, resumed):
-        """Moves the files of the `damaged` checkpoints (all newer than `resumed`, which this
-        run would overwrite) into output_dir/damaged/, and makes `resumed` the latest in the
-        state file. Nothing is deleted."""
+    def _set_aside(self, damaged):
+        """Moves the files of the `damaged` checkpoints (all newer than the one resumed, which
+        this run would overwrite) into output_dir/damaged/. Nothing is deleted."""
         aside = os.path.join(self.options.output_dir, DAMAGED_DIR)
         for error in damaged:
             for path in tf.io.gfile.glob(f"{error.prefix}.*"):
@@ -554,9 +557,17 @@ class Trainer:
                     target = os.path.join(aside, f"{os.path.basename(path)}.{n}")
                     n += 1
                 tf.io.gfile.rename(path, target)
-        kept = [p for p in checkpoints.checkpoint_prefixes(self.options.output_dir)
-                if p != resumed]
-        checkpoints.write_checkpoint_state(self.options.output_dir, resumed, kept + [resumed])
+
+    def _rewrite_state(self, resumed):
+        """Makes `resumed` the latest of the state file, after the intact checkpoints it lists
+        (or, when it cannot be read, those on disk up to `resumed`), so that the next save
+        keeps and prunes them as usual."""
+        directory = self.options.output_dir
+        kept = checkpoints.checkpoint_prefixes(directory) or [
+            p for p in self._checkpoints_on_disk()
+            if _checkpoint_step(p) <= _checkpoint_step(resumed)]
+        kept = [p for p in kept if p != resumed]
+        checkpoints.write_checkpoint_state(directory, resumed, kept + [resumed])
 
     def restore(self, weights_only=False):
         """Loads the latest checkpoint of output_dir (weights, Adam moments, global_step), or
@@ -570,10 +581,14 @@ class Trainer:
         if candidates:
             self._check_output_dir_config(candidates[0])
             latest, report, damaged = self._load_newest_intact(candidates, weights_only)
+            training_chief = not weights_only and self.is_chief
+            if training_chief and (damaged or latest != checkpoints.latest_checkpoint(
+                    self.options.output_dir)):
+                self._set_aside(damaged)
+                self._rewrite_state(latest)
             if damaged:
                 kept = ""
-                if not weights_only and self.is_chief:
-                    self._set_aside(damaged, latest)
+                if training_chief:
                     kept = (f"; its files are kept in "
                             f"{os.path.join(self.options.output_dir, DAMAGED_DIR)}")
                 logging.warning("%s%s; %s %s, the newest intact checkpoint%s",
