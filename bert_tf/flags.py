@@ -132,6 +132,7 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
 
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.files import OutputError
     from bert_tf.tokenization import VocabError
     from bert_tf.training.input_pipeline import InputError
     from bert_tf.training.strategy import StrategyError
@@ -147,7 +148,7 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
         options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
         out = run(config, options, strategy, **do)
     except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
-            VocabError, FloatingPointError) + tuple(task_errors) as e:
+            VocabError, FloatingPointError, OutputError) + tuple(task_errors) as e:
         print(f"{script}: error: {e}", file=sys.stderr)
         return 1
     if out.get("checkpoint"):

@@ -14,7 +14,7 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from bert_tf import classifier_metrics, tokenization
+from bert_tf import classifier_metrics, files, tokenization
 from bert_tf.data import classifier as data
 from bert_tf.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
@@ -168,11 +168,9 @@ def _records(output_file, examples, label_list, options, tokenizer, input_file):
 def write_test_results(path, rows):
     """test_results.tsv as the original: one line per real example, its class probabilities
     (or regression score) as `str(np.float32)` joined by tabs. Written whole or not at all."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
+    with files.atomic_open(path) as f:
         for row in rows:
             f.write(classifier_metrics.format_probabilities_line(row))
-    tf.io.gfile.rename(tmp, path, overwrite=True)
     return path
 
 

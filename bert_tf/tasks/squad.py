@@ -17,7 +17,7 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import squad_eval, squad_predictions, tokenization
+from bert_tf import files, squad_eval, squad_predictions, tokenization
 from bert_tf.data import squad as squad_data
 from bert_tf.heads import SpanHead
 from bert_tf.models import BertTaskModel
@@ -232,11 +232,8 @@ def _predict(trainer, options, convert):
     if _has_answers(dataset):
         scores = squad_eval.evaluate(
             dataset, predictions, na_probs=null_odds if options.version_2_with_negative else None)
-        path = os.path.join(output_dir, "eval_results.json")
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write(json.dumps(scores, indent=2) + "\n")
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        files.write_atomic(os.path.join(output_dir, "eval_results.json"),
+                           json.dumps(scores, indent=2) + "\n")
         logging.info("***** Eval results (official SQuAD evaluation) *****")
         for key, value in scores.items():
             logging.info("  %s = %s", key, value)

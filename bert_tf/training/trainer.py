@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, files
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig
 from bert_tf.training import input_pipeline, metrics, precision
@@ -51,6 +51,8 @@ from bert_tf.training.strategy import worker_info
 from bert_tf.training.summaries import ScalarWriter
 
 CHECKPOINT_BASENAME = "model.ckpt"
+# Where a resumed run moves the files of damaged checkpoints newer than the one it resumes.
+DAMAGED_DIR = "damaged"
 # Written beside the checkpoints: which task (and label set) they belong to.
 TASK_FILE = "task.json"
 # The config keys that decide the variables' shapes: a checkpoint of a config differing in one
@@ -487,10 +489,8 @@ class Trainer:
     def _write_task_file(self):
         path = os.path.join(self.options.output_dir, TASK_FILE)
         if self.is_chief and not tf.io.gfile.exists(path):
-            tmp = f"{path}.tmp-{os.getpid()}"
-            with tf.io.gfile.GFile(tmp, "w") as f:
-                f.write(json.dumps(self.task.describe(), indent=2, sort_keys=True) + "\n")
-            tf.io.gfile.rename(tmp, path, overwrite=True)
+            files.write_atomic(path, json.dumps(self.task.describe(), indent=2, sort_keys=True)
+                               + "\n")
 
     def _check_output_dir_config(self, latest):
         self._check_output_dir_task(latest)
@@ -512,20 +512,119 @@ class Trainer:
                 "bert config of that model"
             )
 
+    def _resume_candidates(self):
+        """output_dir's checkpoints, newest first: those its `checkpoint` state file lists
+        (the latest first, whether their files exist or not), or, when that file cannot be
+        read, every model.ckpt-N there by N. [] without a state file."""
+        directory = self.options.output_dir
+        state_path = os.path.join(directory, checkpoints.STATE_FILE)
+        if not tf.io.gfile.exists(state_path):
+            return []
+        listed = checkpoints.listed_checkpoints(directory)
+        if listed:
+            return listed
+        found = self._checkpoints_on_disk()[::-1]
+        if found:
+            logging.warning("%s lists no checkpoint (unreadable): taking the checkpoints of "
+                            "%s by their step", state_path, directory)
+        return found
+
+    def _checkpoints_on_disk(self):
+        """Every output_dir/model.ckpt-N with an index, by N."""
+        return sorted(
+            (path[:-len(".index")] for path in tf.io.gfile.glob(
+                os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-*.index"))
+             if re.fullmatch(rf"{re.escape(CHECKPOINT_BASENAME)}-\d+\.index",
+                             os.path.basename(path))),
+            key=_checkpoint_step)
+
+    def _load_newest_intact(self, candidates, weights_only):
+        """Loads the first of `candidates` (newest first) whose files are intact (and, to
+        train on one worker, its input position's). Returns (prefix, report, the
+        DamagedCheckpointErrors of the newer ones)."""
+        damaged = []
+        for prefix in candidates:
+            try:
+                if not tf.io.gfile.exists(prefix + ".index"):  # listed, but lost
+                    raise checkpoints.damaged_checkpoint_error(prefix)
+                report = checkpoints.load_original_checkpoint(self.model, prefix)
+                state = self._input_state_prefix(prefix)
+                # Workers decide alone: only with one are they sure to agree on the fallback.
+                if (not weights_only and self.num_workers == 1
+                        and (tf.io.gfile.exists(state + ".index")
+                             or checkpoints.data_files(state))):
+                    try:
+                        checkpoints.verify_checkpoint(state)
+                    except checkpoints.DamagedCheckpointError as e:
+                        raise checkpoints.DamagedCheckpointError(
+                            prefix, f"its input position: {e.what}") from None
+            except checkpoints.DamagedCheckpointError as e:
+                damaged.append(e)
+                continue
+            except CheckpointError as e:
+                raise TrainingError(
+                    f"--output_dir={self.options.output_dir} holds checkpoints of another "
+                    f"model: {e}") from None
+            return prefix, report, damaged
+        others = f" (and {len(damaged) - 1} older ones)" if len(damaged) > 1 else ""
+        raise TrainingError(
+            f"--output_dir={self.options.output_dir}: no intact checkpoint to resume from: "
+            f"{damaged[0]}{others}; move the damaged files out of the directory to start "
+            "afresh, or use a new --output_dir")
+
+    def _set_aside(self, damaged):
+        """Moves the files of the `damaged` checkpoints (all newer than the one resumed, which
+        this run would overwrite) into output_dir/damaged/. Nothing is deleted."""
+        aside = os.path.join(self.options.output_dir, DAMAGED_DIR)
+        for error in damaged:
+            for path in tf.io.gfile.glob(f"{error.prefix}.*"):
+                tf.io.gfile.makedirs(aside)
+                target = os.path.join(aside, os.path.basename(path))
+                n = 1
+                while tf.io.gfile.exists(target):
+                    target = os.path.join(aside, f"{os.path.basename(path)}.{n}")
+                    n += 1
+                tf.io.gfile.rename(path, target)
+
+    def _rewrite_state(self, resumed):
+        """Makes `resumed` the latest of the state file, after the intact checkpoints it lists
+        (or, when it cannot be read, those on disk up to `resumed`), so that the next save
+        keeps and prunes them as usual."""
+        directory = self.options.output_dir
+        kept = checkpoints.checkpoint_prefixes(directory) or [
+            p for p in self._checkpoints_on_disk()
+            if _checkpoint_step(p) <= _checkpoint_step(resumed)]
+        kept = [p for p in kept if p != resumed]
+        checkpoints.write_checkpoint_state(directory, resumed, kept + [resumed])
+
     def restore(self, weights_only=False):
         """Loads the latest checkpoint of output_dir (weights, Adam moments, global_step), or
         else the weights of init_checkpoint. Returns the prefix loaded from output_dir, or None.
-        With weights_only (eval), the Adam moments are not needed."""
-        latest = checkpoints.latest_checkpoint(self.options.output_dir)
-        if latest:
-            self._check_output_dir_config(latest)
-            try:
-                report = checkpoints.load_original_checkpoint(self.model, latest)
-            except CheckpointError as e:
-                raise TrainingError(
-                    f"--output_dir={self.options.output_dir} holds checkpoints of another model "
-                    f"or a damaged one: {e}"
-                ) from None
+        With weights_only (eval), the Adam moments are not needed.
+
+        A latest checkpoint whose files are missing, cut short or corrupt is passed over for the
+        newest intact one, with a warning naming both; to train, the damaged files (which the
+        run would overwrite) are first moved into output_dir/damaged/."""
+        candidates = self._resume_candidates()
+        if candidates:
+            self._check_output_dir_config(candidates[0])
+            latest, report, damaged = self._load_newest_intact(candidates, weights_only)
+            training_chief = not weights_only and self.is_chief
+            if training_chief and (damaged or latest != checkpoints.latest_checkpoint(
+                    self.options.output_dir)):
+                self._set_aside(damaged)
+                self._rewrite_state(latest)
+            if damaged:
+                kept = ""
+                if training_chief:
+                    kept = (f"; its files are kept in "
+                            f"{os.path.join(self.options.output_dir, DAMAGED_DIR)}")
+                logging.warning("%s%s; %s %s, the newest intact checkpoint%s",
+                                damaged[0], f" (and {len(damaged) - 1} more)"
+                                if len(damaged) > 1 else "",
+                                "using the weights of" if weights_only else "resuming from",
+                                latest,
+                                kept)
             if weights_only:
                 self.global_step.assign(report.global_step or 0)
                 return latest
@@ -601,20 +700,20 @@ class Trainer:
 
     def remove_interrupted_writes(self):
         """Deletes what a run killed mid-write left in output_dir: temporary files of
-        checkpoint, input-state, state-file, config, task-file and eval-results writes (never
-        complete files)."""
+        checkpoint, input-state, state-file, config, task-file and eval-results writes, and
+        of any other `files.atomic_path` write there (never complete files)."""
         if not self.is_chief or not tf.io.gfile.isdir(self.options.output_dir):
             return
         patterns = (f"{CHECKPOINT_BASENAME}-*.tmp*", f"{CHECKPOINT_BASENAME}-*_temp*",
                     f"{checkpoints.STATE_FILE}.tmp*", "eval_results.txt.tmp-*",
                     f"{TASK_FILE}.tmp-*", f"{checkpoints.CONFIG_FILE}.tmp-*")
-        for pattern in patterns:
-            for path in tf.io.gfile.glob(os.path.join(self.options.output_dir, pattern)):
-                logging.info("Removing %s, left by an interrupted write", path)
-                if tf.io.gfile.isdir(path):
-                    tf.io.gfile.rmtree(path)
-                else:
-                    tf.io.gfile.remove(path)
+        found = {path for pattern in patterns for path in tf.io.gfile.glob(
+            os.path.join(self.options.output_dir, pattern))}
+        found.update(path for path in tf.io.gfile.glob(
+            os.path.join(self.options.output_dir, "*.tmp-*")) if files.is_temporary_name(path))
+        for path in sorted(found):
+            logging.info("Removing %s, left by an interrupted write", path)
+            files.remove(path)
 
     def _restore_input_state(self, prefix, stream):
         if not stream.checkpointable:
@@ -633,7 +732,15 @@ class Trainer:
             return False
         try:
             self._input_checkpoint(stream).read(state).assert_existing_objects_matched()
-        except (tf.errors.OpError, AssertionError, ValueError) as e:
+        except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+            try:
+                checkpoints.verify_checkpoint(state)
+            except checkpoints.DamagedCheckpointError as damaged:
+                # One worker alone cannot pass over it (see _load_newest_intact).
+                raise TrainingError(
+                    f"{damaged}; with several workers a damaged input position is not passed "
+                    f"over: move the files {prefix}.* out of --output_dir and restart to "
+                    "resume from the checkpoint before it") from None
             raise TrainingError(
                 f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
                 "input files or flags (batch size, shuffle_buffer_size, seed) must be those of "
@@ -655,23 +762,70 @@ class Trainer:
     def save(self, stream=None):
         """Writes output_dir/model.ckpt-<global_step>: the input state file first (every
         worker), then (chief) the model checkpoint, which also makes it the latest; then prunes
-        to keep_checkpoint_max. Returns the prefix."""
+        to keep_checkpoint_max. Returns the prefix.
+
+        Raises:
+          files.OutputError: the disk is full (one line: the directory, the space needed, the
+            checkpoint to resume from). What this call wrote is removed; the earlier
+            checkpoints and the state file are as they were.
+        """
         step = int(self.global_step.numpy())
         prefix = os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-{step}")
         tf.io.gfile.makedirs(self.options.output_dir)
-        if stream is not None and stream.checkpointable:
-            self._input_checkpoint(stream).write(self._input_state_prefix(prefix))
-        self._barrier()
+        try:
+            if stream is not None and stream.checkpointable:
+                self._write_input_state(stream, prefix)
+            self._barrier()
+            if self.is_chief:
+                self._write_task_file()
+                checkpoints.save_original_checkpoint(
+                    self.model, prefix, optimizer_state=self.optimizer.get_state(),
+                    global_step=step,
+                    extra_tensors=self.loss_scale.get_state() if self.loss_scale else None,
+                )
+        except files.OutputError as e:
+            self._remove_input_state(prefix)
+            previous = checkpoints.latest_checkpoint(self.options.output_dir)
+            resume = (f"{previous} and the '{checkpoints.STATE_FILE}' file are as they were: "
+                      f"free space, then run the same command to resume from {previous}"
+                      if previous else "free space, then run the same command")
+            raise files.OutputError(f"{e}; {resume}") from None
         if self.is_chief:
-            self._write_task_file()
-            checkpoints.save_original_checkpoint(
-                self.model, prefix, optimizer_state=self.optimizer.get_state(), global_step=step,
-                extra_tensors=self.loss_scale.get_state() if self.loss_scale else None,
-            )
             self._prune(prefix)
             logging.info("Saved checkpoint %s", prefix)
         self._barrier()
         return prefix
+
+    def _input_state_files(self, prefix):
+        state = self._input_state_prefix(prefix)
+        # tf.train.Checkpoint.write builds `<state>_temp/` then merges it into `<state>.*`.
+        return [path for pattern in (f"{state}_temp*", f"{state}.index", f"{state}.data-*")
+                for path in tf.io.gfile.glob(pattern)]
+
+    def _remove_input_state(self, prefix):
+        for path in self._input_state_files(prefix):
+            files.remove(path)
+
+    def _write_input_state(self, stream, prefix):
+        state = self._input_state_prefix(prefix)
+        try:
+            self._input_checkpoint(stream).write(state)
+        except Exception as e:  # pylint: disable=broad-except  (tf.errors.*, OSError)
+            written = sum(files.size(p) for p in self._input_state_files(prefix))
+            self._remove_input_state(prefix)
+            if not files.is_out_of_space(e):
+                raise
+            # The input position (as large as this worker's previous one, if it has one, else
+            # at least what was written) and the model checkpoint after it.
+            previous = checkpoints.latest_checkpoint(self.options.output_dir)
+            needed = max(written, sum(files.size(p) for p in self._input_state_files(previous))
+                         if previous else 0)
+            needed += sum(v.numpy().nbytes for v in self.model.weights)
+            needed += sum(np.asarray(v).nbytes for values in self.optimizer.get_state().values()
+                          for v in values.values())
+            raise files.OutputError(files.out_of_space_message(
+                f"checkpoint {prefix} (its input position {os.path.basename(state)})",
+                self.options.output_dir, needed=needed)) from None
 
     def _prune(self, latest):
         keep = self.options.keep_checkpoint_max
