@@ -41,3 +41,49 @@ def test_length_order_sorts_longest_first_stably_and_inverts():
     np.testing.assert_array_equal(order, [3, 1, 4, 0, 2])
     values = np.asarray(lengths)
     np.testing.assert_array_equal(values[order][inverse], values)
+
+
+def test_real_lengths_end_at_the_last_real_token():
+    mask = tf.constant([[1, 1, 1, 0, 0], [1, 0, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
+    np.testing.assert_array_equal(padding.real_lengths(mask).numpy(), [3, 3, 0, 5])
+
+
+def test_cut_batch_of_stacked_replicas_cuts_all_to_the_longest_and_keeps_positions():
+    mask = np.zeros([2, 2, 32], np.int32)  # 2 replicas x 2 sequences
+    mask[0, 0, :3] = 1
+    mask[1, 1, :9] = 1
+    features = {"input_ids": tf.constant(mask * 7), "input_mask": tf.constant(mask),
+                "masked_lm_positions": tf.constant([[[1, 0], [0, 0]], [[2, 0], [8, 0]]])}
+    cut = padding.cut_batch(features, ("input_ids", "input_mask"), 32, width=4, seq_axis=2,
+                            position_keys=("masked_lm_positions",))
+    assert cut["input_ids"].shape == (2, 2, 12)
+    np.testing.assert_array_equal(cut["input_mask"].numpy(), mask[:, :, :12])
+    # A position past every mask (a malformed record) still lies inside the cut.
+    features["masked_lm_positions"] = tf.constant([[[1, 0], [0, 0]], [[2, 0], [20, 0]]])
+    cut = padding.cut_batch(features, ("input_ids", "input_mask"), 32, width=4, seq_axis=2,
+                            position_keys=("masked_lm_positions",))
+    assert cut["input_ids"].shape == (2, 2, 24)
+
+
+def test_pad_back_restores_max_seq_length_with_the_fill():
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    padded = padding.pad_back(value, 5, float("-inf"))
+    assert padded.shape == (2, 5) and padded.dtype == np.float32
+    np.testing.assert_array_equal(padded[:, :3], value)
+    assert np.all(np.isneginf(padded[:, 3:]))
+    ids = padding.pad_back(np.ones([1, 2, 3], np.int32), 4, -1)
+    assert ids.shape == (1, 4, 3) and ids[0, 3, 0] == -1
+    np.testing.assert_array_equal(padding.pad_back(value, 3, 0), value)
+
+
+def test_input_order_gives_rows_back_in_input_order_without_padding_rows():
+    order = padding.InputOrder("index")
+    out = []
+    # Two windows of 4 records, each run longest first; -1 rows pad the last batch.
+    for indices in ([2, 0], [3, 1], [5, 7], [4, 6], [8, -1]):
+        rows = order.add({"index": np.array(indices), "value": np.array(indices) * 10})
+        out.append(None if rows is None else rows["index"].tolist())
+        if rows is not None:
+            np.testing.assert_array_equal(rows["value"], rows["index"] * 10)
+    assert out == [[0], [1, 2, 3], None, [4, 5, 6, 7], [8]]
+    assert order.pending == 0
