@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.config import BertConfig
+from bert_tf.tasks.pretraining import PretrainingTask
 from bert_tf.training import padding
+from bert_tf.training.trainer import Trainer, TrainerOptions
+from test_training_helpers import TINY_CONFIG, write_records
 
 
 @pytest.mark.parametrize("longest, expected", [(0, 16), (1, 16), (16, 16), (17, 32), (120, 128),
@@ -87,3 +91,46 @@ def test_input_order_gives_rows_back_in_input_order_without_padding_rows():
             np.testing.assert_array_equal(rows["value"], rows["index"] * 10)
     assert out == [[0], [1, 2, 3], None, [4, 5, 6, 7], [8]]
     assert order.pending == 0
+
+
+class LengthRecordingTask(PretrainingTask):
+    """Pretraining that also reports the sequence length each step computed."""
+
+    step_keys = PretrainingTask.step_keys + ("sequence_length",)
+    log_names = PretrainingTask.log_names + ("length",)
+
+    def compute_loss(self, outputs, features, normalizers):
+        losses = dict(super().compute_loss(outputs, features, normalizers))
+        losses["sequence_length"] = tf.cast(tf.shape(features["input_ids"])[1], tf.float32)
+        return losses
+
+
+@pytest.mark.slow  # about 20 s: 16 steps, with and without XLA
+@pytest.mark.parametrize("use_xla", [False, True])
+def test_training_on_varied_lengths_traces_once_and_computes_a_bounded_set_of_shapes(
+        tmp_path, use_xla):
+    """64 pretraining records of 6 to 32 pieces, batch 4 in file order, width 8: each step
+    computes its batch's longest record rounded up to 8 (masked-LM positions included), so at
+    most 4 shapes (each compiled once under XLA); the step functions are traced once."""
+    path = write_records(tmp_path / "varied.tfrecord", 64, max_seq_length=32, seed=3)
+    config = BertConfig.from_dict(dict(TINY_CONFIG, hidden_dropout_prob=0.0,
+                                       attention_probs_dropout_prob=0.0))
+    trainer = Trainer(config, LengthRecordingTask(32, 3), TrainerOptions(
+        output_dir=str(tmp_path / "out"), train_batch_size=4, shuffle_buffer_size=0,
+        padding_width=8, use_xla=use_xla, num_train_steps=100, num_warmup_steps=0))
+    train_steps = trainer.make_train_function(
+        trainer.input_stream([path], 4, is_training=True))
+    lengths = np.concatenate([train_steps(tf.constant(8))["sequence_length"].numpy()
+                              for _ in range(2)])
+    masks = np.stack([tf.io.parse_single_example(r, {"input_mask": tf.io.FixedLenFeature(
+        [32], tf.int64)})["input_mask"].numpy() for r in tf.data.TFRecordDataset(path)])
+    real = masks.sum(axis=1)[:64].reshape(16, 4).max(axis=1)
+    np.testing.assert_array_equal(lengths, np.minimum(-(-real // 8) * 8, 32))
+    assert len(set(real.tolist())) > 4 >= len(set(lengths.tolist())) > 1
+    assert train_steps.experimental_get_tracing_count() == 1
+    if use_xla:
+        assert trainer._gradients_fn.experimental_get_tracing_count() == 1
+    eval_step = trainer.make_eval_function(trainer.input_stream([path], 4, is_training=False))
+    for _ in range(16):
+        eval_step()
+    assert eval_step.experimental_get_tracing_count() == 1
