@@ -242,12 +242,16 @@ CUT_WIDTH = 4
 
 
 @pytest.mark.slow
-def test_three_steps_on_cut_batches_match_the_original(tmp_path, init_checkpoint):
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_three_steps_on_cut_batches_match_the_original(tmp_path, init_checkpoint, accumulation):
+    """Cut batches (and their gradient-accumulation micro-batches, which share the cut)
+    give the original's padded steps."""
     trainer = Trainer(golden_config(), make_task(),
                       options(tmp_path, init_checkpoint=init_checkpoint,
-                              padding_width=CUT_WIDTH))
+                              padding_width=CUT_WIDTH,
+                              gradient_accumulation_steps=accumulation))
     stream = trainer.input_stream([TRAIN], BATCH_SIZE, is_training=True)
-    lengths = [next(stream.iterator)["input_ids"].shape[1] for _ in range(RECORDED_STEPS)]
+    lengths = [stream.get_next()["input_ids"].shape[1] for _ in range(RECORDED_STEPS)]
     assert lengths == [28, 24, 32]
     history = []
     trainer.train([TRAIN], step_callback=lambda step, values: history.append((step, values)))

@@ -288,7 +288,7 @@ def test_training_batches_keep_max_seq_length_and_why(tmp_path, init_checkpoint)
     trainer = Trainer(golden_config(), SquadTask(MAX_SEQ_LENGTH),
                       options(tmp_path, init_checkpoint=init_checkpoint, padding_width=1))
     stream = trainer.input_stream([TRAIN], BATCH_SIZE, is_training=True)
-    assert [next(stream.iterator)["input_ids"].shape[1] for _ in range(9)] == [32] * 9
+    assert [stream.get_next()["input_ids"].shape[1] for _ in range(9)] == [32] * 9
     features = read_features(TRAIN, is_training=True)
     short = np.flatnonzero(features["input_mask"].numpy().sum(axis=1) < MAX_SEQ_LENGTH)
     padded = {k: tf.gather(v, short) for k, v in features.items()}

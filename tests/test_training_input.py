@@ -210,7 +210,9 @@ def test_length_sorted_stream_gives_every_record_once_with_its_index(records):
     stream = InputStream(strategy, [records], 16, 3, 8, is_training=False,
                          pad_final_batch=True, sort_by_length=True,
                          sequence_keys=("input_ids", "input_mask"), padding_width=1)
-    batches = list(stream.dataset)
+    batches = [stream.get_next() for _ in range(3)]
+    with pytest.raises(StopIteration):
+        stream.get_next()
     plain = list(make_dataset([records], 16, 3, batch_size=20, is_training=False))[0]
     index = np.concatenate([b[input_pipeline.RECORD_INDEX].numpy() for b in batches])
     assert sorted(index.tolist()) == [-1] * 4 + list(range(20))  # 20 records, 3 batches of 8
@@ -219,3 +221,29 @@ def test_length_sorted_stream_gives_every_record_once_with_its_index(records):
     np.testing.assert_array_equal(lengths, plain["input_mask"].numpy().sum(-1)[index[:20]])
     assert [b["input_ids"].shape[1] for b in batches] == [
         max(lengths_of(b)) for b in batches]
+
+
+def test_dynamic_padding_keeps_the_saved_input_position_interchangeable(tmp_path, records):
+    """The cut happens after the iterator: a position saved by a padded run restores into a
+    cut one (and back), e.g. when a run resumes with --dynamic_padding toggled."""
+    strategy = tf.distribute.get_strategy()
+
+    def stream(cut):
+        return InputStream(strategy, [records], 16, 3, 2, is_training=True, seed=5,
+                           sequence_keys=("input_ids", "input_mask") if cut else (),
+                           padding_width=4)
+
+    a = stream(False)
+    for _ in range(3):
+        a.get_next()
+    tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
+    expected = [a.get_next()["input_ids"].numpy() for _ in range(8)]
+    b = stream(True)
+    tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos")).assert_consumed()
+    lengths = []
+    for want in expected:
+        got = b.get_next()["input_ids"].numpy()
+        lengths.append(got.shape[1])
+        np.testing.assert_array_equal(got, want[:, :got.shape[1]])
+        assert not want[:, got.shape[1]:].any()
+    assert min(lengths) < 16

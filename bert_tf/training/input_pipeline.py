@@ -306,8 +306,8 @@ class InputStream:
       max_batches: stop after this many global batches (eval).
       batch_flag: how to name the batch size in errors (e.g. "--train_batch_size").
       spec, pad_final_batch, group_by_length, sort_by_length: see `make_dataset`.
-      sequence_keys: dynamic padding: these features of every global batch are cut to its
-        longest `input_mask`, rounded up to a multiple of `padding_width`
+      sequence_keys: dynamic padding: `get_next` cuts these features of every global batch to
+        its longest `input_mask`, rounded up to a multiple of `padding_width`
         (`padding.cut_batch`; the local replicas' batches to one length); () keeps
         max_seq_length. Not under TPUStrategy (static shapes).
       position_keys, padding_width: see `padding.cut_batch`.
@@ -360,17 +360,20 @@ class InputStream:
                 d = d.batch(self.local_replicas, drop_remainder=not keep_all)
                 if keep_all:  # the last batches of the records, padded to every replica
                     d = d.map(lambda stack: _pad_batch(stack, self.local_replicas))
-            if self.sequence_keys:
-                if spec is None:
-                    spec = feature_spec(max_seq_length, max_predictions_per_seq)
-                length = spec["input_ids"].shape[0]
-                seq_axis = 2 if self.local_replicas > 1 else 1
-                d = d.map(lambda batch: padding.cut_batch(
-                    batch, self.sequence_keys, length, padding_width, seq_axis, position_keys))
             if max_batches is not None:
                 d = d.take(max_batches)
             self.dataset = d.prefetch(1)
         self.iterator = iter(self.dataset)
+        self._cut = None
+        if self.sequence_keys:
+            # In the step, not in the dataset: the iterator (and its saved position) is the
+            # same with and without dynamic padding.
+            if spec is None:
+                spec = feature_spec(max_seq_length, max_predictions_per_seq)
+            length = spec["input_ids"].shape[0]
+            seq_axis = 2 if self.local_replicas > 1 else 1
+            self._cut = lambda batch: padding.cut_batch(
+                batch, self.sequence_keys, length, padding_width, seq_axis, position_keys)
 
     @property
     def checkpointable(self):
@@ -379,6 +382,8 @@ class InputStream:
     def get_next(self):
         """The next global batch as per-replica values (call inside a tf.function)."""
         element = next(self.iterator)
+        if self._cut is not None:
+            element = self._cut(element)
         if self.uses_infeed or self.strategy.num_replicas_in_sync == 1:
             return element
         local = self.local_replicas

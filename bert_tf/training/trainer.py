@@ -625,8 +625,8 @@ class Trainer:
         except (tf.errors.OpError, AssertionError, ValueError) as e:
             raise TrainingError(
                 f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
-                "input files or flags (batch size, shuffle_buffer_size, seed) must be those of "
-                "the run that wrote it"
+                "input files or flags (batch size, shuffle_buffer_size, seed, group_by_length) "
+                "must be those of the run that wrote it"
             ) from None
         logging.info("Restored the input position from %s", state)
         return True
