@@ -8,7 +8,9 @@ underflows to 0 and their labels and weights are 0), so a cut batch computes wha
 batch computes, on fewer positions.
 
 Inference sorts the examples by length so that a batch holds examples of similar length, and
-gives the outputs back in input order (`length_order`).
+gives the outputs back in input order (`length_order`; `InputOrder` for batches that the input
+pipeline sorted, whose rows carry their record's index). Outputs with a sequence axis are
+padded back to max_seq_length (`pad_back`).
 """
 
 import numpy as np
@@ -93,22 +95,6 @@ def pad_back(value, max_seq_length, fill):
     return np.pad(value, widths, constant_values=np.asarray(fill, value.dtype))
 
 
-def length_order(lengths):
-    """The order that sorts examples by length, longest first, ties in input order, and its
-    inverse.
-
-    Args:
-      lengths: int sequence [N], each example's real length.
-    Returns:
-      (order, inverse): int64 arrays [N]; `sorted = x[order]`, `x = sorted[inverse]`.
-    """
-    lengths = np.asarray(lengths)
-    order = np.argsort(-lengths, kind="stable")
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    return order, inverse
-
-
 class InputOrder:
     """Puts the per-example outputs of batches run in length order back in input order.
 
@@ -146,3 +132,20 @@ class InputOrder:
         rest = order[ready:]
         self._chunks = [{k: v[rest] for k, v in rows.items()}] if len(rest) else []
         return {k: v[order[:ready]] for k, v in rows.items()}
+
+
+def length_order(lengths):
+    """The order that sorts examples by length, longest first, ties in input order, and its
+    inverse.
+
+    Args:
+      lengths: int sequence [N], each example's real length.
+    Returns:
+      (order, inverse): int64 arrays [N]; `sorted = x[order]`, `x = sorted[inverse]`.
+    """
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return order, inverse
+
