@@ -389,6 +389,15 @@ class FullTokenizer:
         self._piece_cache = {}
         self._cache_size = cache_size
 
+    @classmethod
+    def from_pretrained(cls, folder, do_lower_case=None, **kwargs):
+        """The tokenizer of a local folder: its vocab.txt, else a Hub snapshot's
+        tokenizer.json WordPiece vocab. `do_lower_case` None = as its tokenizer_config.json
+        (or tokenizer.json) says, else as a released model's folder name says, else True."""
+        from bert_tf.hf.tokenizer_files import tokenizer_from_pretrained
+
+        return tokenizer_from_pretrained(folder, do_lower_case, **kwargs)
+
     def _memo(self, cache, key, value):
         if self._cache_size:
             if len(cache) >= self._cache_size:

@@ -201,3 +201,30 @@ def test_our_checkpoint_trains_on_in_the_original():
     worst = {k: v for k, v in want["ours_then_original_max_difference"].items() if v > 1e-5}
     # Only the key biases' Adam moments (rounding noise, see assert_matches_golden) may differ.
     assert all("/key/bias/adam_" in k for k in worst), worst
+
+
+def test_eval_metrics_of_a_cut_batch_are_the_full_batchs():
+    """Dynamic padding cuts eval batches to their longest row; the original's disc_auc counts
+    the padding (label 0, prob 0), so the task adds the positions the cut removed."""
+    case = "electra"
+    draws = draws_of(case)
+    fixed = FixedDraws(draws)
+    model = model_of(case, fixed)
+    task = ElectraPretrainingTask(objective(case), model.generator_config, 16)
+    features = batch(draws, 1)
+    # Rows 1 and 2 are padded; drop row 0 (full length) so that the batch can be cut.
+    features = {k: v[1:] for k, v in features.items()}
+    fixed.positions.assign(draws["positions"][1][1:])
+    fixed.mask_uniform.assign(draws["mask_uniform"][1][1:])
+    fixed.gumbel_uniform.assign(draws["gumbel_uniform"][1][1:])
+    length = int(tf.reduce_max(tf.reduce_sum(features["input_mask"], 1)))
+    results = []
+    for part in (features, {k: v[:, :length] for k, v in features.items()}):
+        outputs = model(part, training=False)
+        normalizers = task.local_normalizers(part)
+        losses = task.compute_loss(outputs, part, normalizers)
+        sums = task.eval_outputs(outputs, part, losses, normalizers)
+        results.append(task.finalize_eval([{k: v.numpy() for k, v in sums.items()}], 0))
+    assert length < 16 and sorted(results[0]) == sorted(results[1])
+    for key in results[0]:
+        assert float(results[1][key]) == pytest.approx(float(results[0][key]), rel=1e-5), key

@@ -13,7 +13,8 @@ Eval metrics (the original's `metric_fn`, accumulated over the eval batches as t
   disc_loss                                 mean of the per-example discriminator loss
   disc_auc                                  tf.metrics.auc (ROC, 200 thresholds, trapezoidal)
                                             of probs * input_mask against labels * input_mask,
-                                            padding included, as the original calls it
+                                            padding included, as the original calls it (also
+                                            the padding a dynamically padded batch drops)
   disc_accuracy, disc_precision, disc_recall  accuracies weighted by input_mask,
                                             predictions * input_mask, labels * input_mask
   loss                                      mean of the batches' total loss (the Estimator's)
@@ -66,19 +67,23 @@ class ElectraOptions(TrainerOptions):
         return problems
 
 
-def auc_counts(labels, probs, thresholds=AUC_THRESHOLDS):
+def auc_counts(labels, probs, padding=0.0, thresholds=AUC_THRESHOLDS):
     """tf.metrics.auc's confusion counts of one batch: float32 [T] each of true positives,
     false negatives, true negatives and false positives (prediction positive when
     prob > threshold).
 
     Args:
       labels: int or bool [...]; probs: float32 [...] in [0, 1].
+      padding: float32 scalar, positions not in `labels`/`probs` that count as label 0 with
+        prob 0 (the padding a cut batch no longer holds: the original counts it).
     """
     labels = tf.reshape(tf.cast(labels, tf.bool), [-1, 1])
     positive = tf.reshape(tf.cast(probs, tf.float32), [-1, 1]) > tf.constant(thresholds)[None]
     count = lambda mask: tf.reduce_sum(tf.cast(mask, tf.float32), axis=0)  # noqa: E731
+    padding_positive = tf.cast(0.0 > tf.constant(thresholds), tf.float32) * padding
     return {"auc_tp": count(labels & positive), "auc_fn": count(labels & ~positive),
-            "auc_tn": count(~labels & ~positive), "auc_fp": count(~labels & positive)}
+            "auc_tn": count(~labels & ~positive) + (padding - padding_positive),
+            "auc_fp": count(~labels & positive) + padding_positive}
 
 
 def auc_from_counts(tp, fn, tn, fp):
@@ -174,9 +179,15 @@ class ElectraPretrainingTask(Task):
             precision_weight=tf.reduce_sum(tf.cast(disc_preds * mask, tf.float32)),
             recall_correct=tf.reduce_sum(tf.cast(labels * mask, tf.float32) * disc_correct),
             recall_weight=tf.reduce_sum(tf.cast(labels * mask, tf.float32)),
-            **auc_counts(labels * mask, losses["disc_probs"] * mask_f),
+            **auc_counts(labels * mask, losses["disc_probs"] * mask_f,
+                         padding=self._cut_padding(mask)),
         )
         return sums
+
+    def _cut_padding(self, mask):
+        """float32: the padding positions a batch cut by dynamic padding lost ([B, S] of
+        max_seq_length S)."""
+        return tf.cast(tf.shape(mask)[0] * (self.max_seq_length - tf.shape(mask)[1]), tf.float32)
 
     def finalize_eval(self, batches, global_step):
         keys = _SUM_KEYS + (_ELECTRA_SUM_KEYS if self.objective.electra_objective else ())
