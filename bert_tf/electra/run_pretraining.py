@@ -8,7 +8,7 @@ included), every hparam of its configure_pretraining.py (an unknown one is refus
 "do_eval": true (and "do_train": false) it evaluates and prints the original's `  key = value`
 lines, also written to D/models/M/eval_results.txt. The discriminator's bert_config.json is
 written into D/models/M for fine-tuning. Added options: the trainer's strategy, precision,
-XLA, accumulation and seed.
+XLA, accumulation, dynamic padding and seed.
 """
 
 import argparse
@@ -44,6 +44,9 @@ def parse_args(argv=None):
                              "global batch).")
     parser.add_argument("--shuffle-buffer-size", type=int, default=100,
                         help="Records in the training shuffle buffer (the original's 100).")
+    parser.add_argument("--no-dynamic-padding", dest="dynamic_padding", action="store_false",
+                        help="Keep every batch at max_seq_length (by default each batch is cut "
+                             "to its longest sequence, as the trainer's --dynamic_padding).")
     parser.add_argument("--seed", type=int, default=12345,
                         help="Seed of the initialisation, masking, sampling, dropout and "
                              "shuffles (the original seeds nothing).")
@@ -78,7 +81,8 @@ def main(argv=None):
                 args.mixed_precision, strategy, flag="--mixed-precision"),
             use_xla=args.use_xla, fused_optimizer=args.fused_optimizer,
             gradient_accumulation_steps=args.gradient_accumulation_steps,
-            shuffle_buffer_size=args.shuffle_buffer_size, seed=args.seed)
+            shuffle_buffer_size=args.shuffle_buffer_size, seed=args.seed,
+            dynamic_padding=args.dynamic_padding)
     except (HparamsError, TrainingError, BertConfigError, CheckpointError, StrategyError,
             InputError, ElectraError, FloatingPointError) as e:
         print(f"run_pretraining: error: {e}", file=sys.stderr)
