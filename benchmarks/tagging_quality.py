@@ -224,6 +224,29 @@ def run_reference(args, data_dir, config_dict, init_checkpoint, seed):
     return float(tagging_metrics.entity_scores([s.tags for s in dev], tags)["f1"])
 
 
+def truncation_report(data_dir, max_seq_length):
+    """What a window of max_seq_length cuts off the dev sentences: (sentences longer than it,
+    words beyond it, gold entities ending beyond it, all gold entities)."""
+    from bert_tf import tagging_metrics
+    from bert_tf.data import conll
+    from bert_tf.tokenization import FullTokenizer
+
+    tokenizer = FullTokenizer(os.path.join(data_dir, "vocab.txt"), do_lower_case=True)
+    long_sentences = cut_words = cut_entities = entities = 0
+    for sentence in conll.read_conll(os.path.join(data_dir, "dev.txt")):
+        ends, total = [], 0
+        for word in sentence.words:
+            total += len(tokenizer.tokenize(word))
+            ends.append(total)
+        fits = [end <= max_seq_length - 2 for end in ends]
+        long_sentences += not all(fits)
+        cut_words += fits.count(False)
+        chunks = tagging_metrics.get_chunks(sentence.tags)
+        entities += len(chunks)
+        cut_entities += sum(not fits[last] for _, _, last in chunks)
+    return long_sentences, cut_words, cut_entities, entities
+
+
 def summary(values):
     values = np.array(values) * 100
     spread = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
@@ -245,7 +268,7 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--epochs", type=float, default=3.0)
-    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--learning_rate", type=float, default=5e-4)
     args = parser.parse_args()
     variants = args.variants.split(",")
     for name in variants:
@@ -275,6 +298,11 @@ def main():
           f"A={MODEL['num_attention_heads']} I={MODEL['intermediate_size']}, random init "
           f"(seed 0); max_seq_length {args.max_seq_length}, batch {args.batch_size}, "
           f"lr {args.learning_rate}, {args.epochs} epochs, warmup 10%", flush=True)
+    long_sentences, cut_words, cut_entities, entities = truncation_report(
+        data_dir, args.max_seq_length)
+    print(f"dev: {long_sentences} sentences longer than {args.max_seq_length - 2} pieces; "
+          f"{cut_words} words beyond the first window and {cut_entities} of {entities} gold "
+          "entities ending there (ours tags them from later windows; the reference's truncation tags them O)")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results, seconds = {}, {}
     for seed in seeds:

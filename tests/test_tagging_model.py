@@ -2,7 +2,9 @@
 the ORIGINAL modeling.BertModel and create_optimizer, recorded by
 tests/data/tagging_model/make_expected.py on the golden tiny model (issue 22's recipe): the
 records, the forward pass, and three optimizer steps with warmup (losses, learning rates,
-every weight and Adam moment). So the two taggers differ only where docs/tagging.md says."""
+every weight and Adam moment); and mirrored over 2 CPUs = one device (the loss is averaged
+over the predicted words of the global batch, not of each replica's share). So the two
+taggers differ only where docs/tagging.md says."""
 
 import json
 from pathlib import Path
@@ -17,7 +19,10 @@ from bert_tf.data import conll
 from bert_tf.tasks.tagging import TaggingTask
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.trainer import Trainer, TrainerOptions
-from test_training_helpers import assert_close, assert_matches_golden, read_checkpoint
+from test_training_helpers import (
+    assert_close, assert_matches_golden, assert_mirrored_equals_default, finetune_driver_args,
+    read_checkpoint,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "tagging_model"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
@@ -95,3 +100,20 @@ def test_three_steps_match_the_reference(tmp_path, init_checkpoint):
     # The pooler gets no gradient in either: no Adam slots, weights unchanged.
     assert not [n for n in reference if n.startswith("bert/pooler/") and "adam" in n]
     assert_matches_golden(ours, reference)
+
+
+@pytest.mark.slow  # a subprocess with 2 logical CPUs
+def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
+    """Batches of 4 sentences split 2 + 2 over the replicas, whose shares hold different
+    numbers of predicted words: each replica's loss is its words' cross-entropy over the
+    global batch's word count, so the sum over replicas is the one-device step."""
+    records = str(tmp_path / "train.tf_record")
+    conll.write_windows(records, windows())
+    per_window = [sum(w.label_weights) for w in windows()]
+    assert per_window[0] + per_window[1] != per_window[2] + per_window[3]
+    task = {"label_list": LABELS, "max_seq_length": MAX_SEQ_LENGTH, "dropout_rate": 0.0}
+    assert_mirrored_equals_default(tmp_path, lambda output_dir, **overrides: (
+        finetune_driver_args(output_dir, golden_path("train", "bert_config.json"), task,
+                             [records], EXPECTED["batch_size"],
+                             task_class="bert_tf.tasks.tagging:TaggingTask",
+                             init_checkpoint=str(init_checkpoint), **overrides)))

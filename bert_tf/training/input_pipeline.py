@@ -15,6 +15,7 @@ import glob
 import os
 
 import tensorflow as tf
+from absl import logging
 
 from bert_tf.data.features import FEATURE_NAMES, feature_spec
 
@@ -132,8 +133,10 @@ def _permuted_epochs(input_files, seed):
                          f"{', ...' if len(input_files) > 3 else ''}): {first_line(e)}") from None
     if not records:
         raise InputError(f"no training records in {', '.join(input_files[:3])}")
+    num_records = len(records)
+    logging.info("Holding the %d training records (%.1f MB) in memory: a fresh permutation of "
+                 "them each epoch", num_records, sum(map(len, records)) / 2**20)
     records = tf.constant(records)
-    num_records = int(records.shape[0])
     d = tf.data.Dataset.range(num_records)
     d = d.shuffle(num_records, seed=seed, reshuffle_each_iteration=True).repeat()
     return d.map(lambda i: tf.gather(records, i))
