@@ -77,6 +77,7 @@ def write_random_checkpoint(config_dict, path, seed=0):
 
 def run_ours(args, data_dir, config_dict, init_checkpoint, seed, overrides, work_dir):
     from bert_tf import BertConfig
+    from bert_tf.data import conll
     from bert_tf.tasks.tagging import TaggingOptions, run
 
     output_dir = os.path.join(work_dir, f"ours-{seed}")
@@ -90,8 +91,11 @@ def run_ours(args, data_dir, config_dict, init_checkpoint, seed, overrides, work
         save_checkpoints_steps=10**6, iterations_per_loop=200, keep_checkpoint_max=1)
     options = type(options)(**{**options.__dict__, **overrides})
     out = run(BertConfig.from_dict(config_dict), options, do_train=True, do_eval=True)
+    # eval_predictions.txt is dev.txt with the predicted tag appended: read as a CoNLL file,
+    # its "tags" are the predictions.
+    predicted = [s.tags for s in conll.read_conll(out["eval_predictions"])]
     shutil.rmtree(output_dir, ignore_errors=True)
-    return float(out["eval_results"]["eval_f1"])
+    return predicted
 
 
 class ReferenceTagger:
@@ -211,7 +215,6 @@ def tf_zeros_like(t):
 
 
 def run_reference(args, data_dir, config_dict, init_checkpoint, seed):
-    from bert_tf import tagging_metrics
     from bert_tf.data import conll
 
     train = conll.read_conll(os.path.join(data_dir, "train.txt"))
@@ -219,32 +222,32 @@ def run_reference(args, data_dir, config_dict, init_checkpoint, seed):
     tagger = ReferenceTagger(args.original_repo, config_dict,
                              os.path.join(data_dir, "vocab.txt"), conll.label_list(train),
                              args.max_seq_length)
-    tags = tagger.train_and_evaluate(train, dev, init_checkpoint, seed, args.batch_size,
+    return tagger.train_and_evaluate(train, dev, init_checkpoint, seed, args.batch_size,
                                      args.epochs, args.learning_rate)
-    return float(tagging_metrics.entity_scores([s.tags for s in dev], tags)["f1"])
 
 
 def truncation_report(data_dir, max_seq_length):
-    """What a window of max_seq_length cuts off the dev sentences: (sentences longer than it,
-    words beyond it, gold entities ending beyond it, all gold entities)."""
+    """What a window of max_seq_length cuts off the dev sentences: (the indexes of the
+    sentences that fit, words beyond it, gold entities ending beyond it, all gold entities)."""
     from bert_tf import tagging_metrics
     from bert_tf.data import conll
     from bert_tf.tokenization import FullTokenizer
 
     tokenizer = FullTokenizer(os.path.join(data_dir, "vocab.txt"), do_lower_case=True)
-    long_sentences = cut_words = cut_entities = entities = 0
-    for sentence in conll.read_conll(os.path.join(data_dir, "dev.txt")):
+    short, cut_words, cut_entities, entities = [], 0, 0, 0
+    for index, sentence in enumerate(conll.read_conll(os.path.join(data_dir, "dev.txt"))):
         ends, total = [], 0
         for word in sentence.words:
             total += len(tokenizer.tokenize(word))
             ends.append(total)
         fits = [end <= max_seq_length - 2 for end in ends]
-        long_sentences += not all(fits)
+        if all(fits):
+            short.append(index)
         cut_words += fits.count(False)
         chunks = tagging_metrics.get_chunks(sentence.tags)
         entities += len(chunks)
         cut_entities += sum(not fits[last] for _, _, last in chunks)
-    return long_sentences, cut_words, cut_entities, entities
+    return short, cut_words, cut_entities, entities
 
 
 def summary(values):
@@ -298,34 +301,45 @@ def main():
           f"A={MODEL['num_attention_heads']} I={MODEL['intermediate_size']}, random init "
           f"(seed 0); max_seq_length {args.max_seq_length}, batch {args.batch_size}, "
           f"lr {args.learning_rate}, {args.epochs} epochs, warmup 10%", flush=True)
-    long_sentences, cut_words, cut_entities, entities = truncation_report(
-        data_dir, args.max_seq_length)
-    print(f"dev: {long_sentences} sentences longer than {args.max_seq_length - 2} pieces; "
+    from bert_tf import tagging_metrics
+    from bert_tf.data import conll
+
+    gold = [s.tags for s in conll.read_conll(os.path.join(data_dir, "dev.txt"))]
+    short, cut_words, cut_entities, entities = truncation_report(data_dir, args.max_seq_length)
+    print(f"dev: {len(gold) - len(short)} sentences longer than {args.max_seq_length - 2} pieces; "
           f"{cut_words} words beyond the first window and {cut_entities} of {entities} gold "
           "entities ending there (ours tags them from later windows; the reference's truncation tags them O)")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    results, seconds = {}, {}
+    results, results_short, seconds = {}, {}, {}
     for seed in seeds:
         for name in variants:
             start = time.time()
             if name == "reference":
-                f1 = run_reference(args, data_dir, config_dict, init_checkpoint, seed)
+                tags = run_reference(args, data_dir, config_dict, init_checkpoint, seed)
             else:
-                f1 = run_ours(args, data_dir, config_dict, init_checkpoint, seed,
-                              OUR_VARIANTS[name], work_dir)
-            results.setdefault(name, []).append(f1)
+                tags = run_ours(args, data_dir, config_dict, init_checkpoint, seed,
+                                OUR_VARIANTS[name], work_dir)
             seconds.setdefault(name, []).append(time.time() - start)
-            print(f"  seed {seed} {name}: entity F1 {100 * f1:.2f} "
-                  f"({seconds[name][-1]:.0f} s)", flush=True)
+            f1 = tagging_metrics.entity_scores(gold, tags)["f1"]
+            f1_short = tagging_metrics.entity_scores([gold[i] for i in short],
+                                                     [tags[i] for i in short])["f1"]
+            results.setdefault(name, []).append(f1)
+            results_short.setdefault(name, []).append(f1_short)
+            print(f"  seed {seed} {name}: entity F1 {100 * f1:.2f}, on the sentences that fit "
+                  f"a window {100 * f1_short:.2f} ({seconds[name][-1]:.0f} s)", flush=True)
     print()
     print(f"| tagger | entity F1 per seed ({', '.join(map(str, seeds))}) | mean | spread "
-          "(std) | min-max | s/run |")
-    print("|---|---|---|---|---|---|")
+          "(std) | min-max | mean F1 on the sentences that fit a window (std) | s/run |")
+    print("|---|---|---|---|---|---|---|")
     for name in variants:
         mean, spread, low, high = summary(results[name])
+        short_mean, short_spread, _, _ = summary(results_short[name])
         per_seed = " ".join(f"{100 * v:.2f}" for v in results[name])
         print(f"| {name} | {per_seed} | {mean:.2f} | {spread:.2f} | {low:.2f}-{high:.2f} | "
-              f"{np.mean(seconds[name]):.0f} |")
+              f"{short_mean:.2f} ({short_spread:.2f}) | {np.mean(seconds[name]):.0f} |")
+    collapsed = {name: sum(f1 == 0 for f1 in f1s) for name, f1s in results.items()}
+    if any(collapsed.values()):
+        print(f"runs that collapsed (F1 0: every word tagged O): {collapsed}")
     if "reference" in results and "ours" in results:
         ref_mean, ref_spread, _, _ = summary(results["reference"])
         ours_mean = summary(results["ours"])[0]
