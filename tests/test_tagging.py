@@ -95,13 +95,18 @@ def parse_records(path):
     return [{k: v.numpy() for k, v in record.items()} for record in dataset]
 
 
-def test_sub_token_word_mapping_round_trips(tmp_path, tokenizer):
-    rng = np.random.RandomState(1)
+def training_windows(tmp_path, tokenizer, seed, num_sentences):
+    """(sentences, labels, windows) of a train.txt of `num_sentences` template sentences."""
     path = tmp_path / "train.txt"
-    path.write_text(conll_text(rng, 4))
+    path.write_text(conll_text(np.random.RandomState(seed), num_sentences))
     sentences = conll.read_conll(path)
     labels = conll.label_list(sentences)
-    windows = conll.convert_sentences(sentences, labels, tokenizer, MAX_SEQ_LENGTH, 4)
+    return sentences, labels, conll.convert_sentences(sentences, labels, tokenizer,
+                                                      MAX_SEQ_LENGTH, 4)
+
+
+def test_sub_token_word_mapping_round_trips(tmp_path, tokenizer):
+    sentences, labels, windows = training_windows(tmp_path, tokenizer, 1, 4)
     long_sentence = sentences[1]
     assert LONG_WORD in long_sentence.words
     assert sum(w.sentence_index == 1 for w in windows) > 2  # the long word spans windows
@@ -388,12 +393,7 @@ def test_sigkill_and_resume_in_the_permutation_gives_the_uninterrupted_weights(t
     from test_training_helpers import (assert_sigkill_and_resume_is_uninterrupted,
                                        finetune_driver_args, write_config)
 
-    rng = np.random.RandomState(3)
-    path = tmp_path / "train.txt"
-    path.write_text(conll_text(rng, 11))
-    sentences = conll.read_conll(path)
-    labels = conll.label_list(sentences)
-    windows = conll.convert_sentences(sentences, labels, tokenizer, MAX_SEQ_LENGTH, 4)
+    _, labels, windows = training_windows(tmp_path, tokenizer, 3, 11)
     assert len(windows) == 15  # epochs end inside batches
     records = str(tmp_path / "train.tf_record")
     conll.write_windows(records, windows)

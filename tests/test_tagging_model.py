@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import golden_path
 
-from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+from bert_tf.checkpoints import load_original_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data import conll
 from bert_tf.tasks.tagging import TaggingTask
@@ -21,7 +21,7 @@ from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (
     assert_close, assert_matches_golden, assert_mirrored_equals_default, finetune_driver_args,
-    read_checkpoint,
+    init_checkpoint_with_head, read_checkpoint,
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "tagging_model"
@@ -50,14 +50,11 @@ def make_task():
 @pytest.fixture(scope="module")
 def init_checkpoint(tmp_path_factory):
     """The golden init.ckpt with the recording's head (head_init.npz)."""
-    model = make_task().build_model(golden_config())
-    report = load_original_checkpoint(model, golden_path("train", "init.ckpt"))
-    assert sorted(report.not_in_checkpoint) == ["bert_tf/tagging/output_bias",
-                                                "bert_tf/tagging/output_weights"]
-    head = np.load(DATA / "head_init.npz")
-    model.head.output_weights.assign(head["output_weights"])
-    model.head.output_bias.assign(head["output_bias"])
-    return save_original_checkpoint(model, tmp_path_factory.mktemp("init") / "bert_model.ckpt")
+    prefix, lacking = init_checkpoint_with_head(
+        make_task().build_model(golden_config()), DATA / "head_init.npz",
+        tmp_path_factory.mktemp("init") / "bert_model.ckpt")
+    assert lacking == ["bert_tf/tagging/output_bias", "bert_tf/tagging/output_weights"]
+    return prefix
 
 
 def test_records_are_the_references_features():
