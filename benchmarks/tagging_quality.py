@@ -104,7 +104,7 @@ class ReferenceTagger:
     Features: each word's pieces from the original's FullTokenizer; `[CLS] pieces [SEP]`
     truncated to max_seq_length; label and weight 1 at each word's first piece."""
 
-    def __init__(self, repo, config_dict, vocab_file, labels, max_seq_length):
+    def __init__(self, repo, config_dict, vocab_file, labels, max_seq_length, head_dropout=0.1):
         from bert_tf.original import load_original_module
 
         self.modeling = load_original_module(repo, "modeling")
@@ -114,6 +114,7 @@ class ReferenceTagger:
         self.config_dict = config_dict
         self.labels = list(labels)
         self.max_seq_length = max_seq_length
+        self.head_dropout = head_dropout
 
     def features(self, sentences):
         """Arrays [N, S] of ids, mask, label ids, label weights; and per sentence the
@@ -150,16 +151,19 @@ class ReferenceTagger:
             scope="bert")
         sequence = model.get_sequence_output()
         hidden = sequence.shape[-1]
-        weights = v1.get_variable("tagging/output_weights", [len(self.labels), hidden],
+        # Our head's names, so that a checkpoint holding a head (--paired) starts both alike.
+        weights = v1.get_variable("bert_tf/tagging/output_weights", [len(self.labels), hidden],
                                   initializer=v1.truncated_normal_initializer(stddev=0.02))
-        bias = v1.get_variable("tagging/output_bias", [len(self.labels)],
+        bias = v1.get_variable("bert_tf/tagging/output_bias", [len(self.labels)],
                                initializer=v1.zeros_initializer())
-        if is_training:
-            sequence = v1.nn.dropout(sequence, rate=0.1)
+        if is_training and self.head_dropout:
+            sequence = v1.nn.dropout(sequence, rate=self.head_dropout)
         return v1.einsum("bsh,nh->bsn", sequence, weights) + bias
 
     def train_and_evaluate(self, train, dev, init_checkpoint, seed, batch_size, epochs,
-                           learning_rate):
+                           learning_rate, permute=True):
+        """Trains (each epoch a fresh permutation of `train`, or its order when not
+        `permute`) and returns the predicted tags of `dev`, one list per sentence."""
         import tensorflow as tf
 
         v1 = self._v1 = tf.compat.v1
@@ -187,7 +191,7 @@ class ReferenceTagger:
             v1.train.init_from_checkpoint(init_checkpoint, assignment)
             init = v1.global_variables_initializer()
         rng = np.random.RandomState(seed)
-        order = np.concatenate([rng.permutation(len(train))
+        order = np.concatenate([rng.permutation(len(train)) if permute else np.arange(len(train))
                                 for _ in range(int(np.ceil(epochs)) + 1)])
         with v1.Session(graph=graph) as session:
             session.run(init)
@@ -214,16 +218,45 @@ def tf_zeros_like(t):
     return tf.zeros_like(t)
 
 
-def run_reference(args, data_dir, config_dict, init_checkpoint, seed):
+def run_reference(args, data_dir, config_dict, init_checkpoint, seed, permute=True,
+                  epochs=None):
     from bert_tf.data import conll
 
     train = conll.read_conll(os.path.join(data_dir, "train.txt"))
     dev = conll.read_conll(os.path.join(data_dir, "dev.txt"))
     tagger = ReferenceTagger(args.original_repo, config_dict,
                              os.path.join(data_dir, "vocab.txt"), conll.label_list(train),
-                             args.max_seq_length)
+                             args.max_seq_length, head_dropout=0.0 if args.no_dropout else 0.1)
     return tagger.train_and_evaluate(train, dev, init_checkpoint, seed, args.batch_size,
-                                     args.epochs, args.learning_rate)
+                                     epochs or args.epochs, args.learning_rate, permute)
+
+
+def write_paired_run(data_dir, paired_dir, config_dict, encoder_checkpoint, seed, epochs):
+    """The inputs of a --paired run: paired_dir/train.txt holding the training sentences in
+    `epochs` seeded permutations one after another (read once, in order, by both taggers),
+    dev.txt and vocab.txt copied, and a checkpoint of the encoder plus a head drawn by our
+    initialiser (seed), which both load. Returns the checkpoint's prefix."""
+    import keras
+
+    from bert_tf import BertConfig
+    from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+    from bert_tf.data import conll
+    from bert_tf.tasks.tagging import TaggingTask
+
+    os.makedirs(paired_dir, exist_ok=True)
+    for name in ("dev.txt", "vocab.txt"):
+        shutil.copy(os.path.join(data_dir, name), os.path.join(paired_dir, name))
+    sentences = conll.read_conll(os.path.join(data_dir, "train.txt"))
+    rng = np.random.RandomState(seed)
+    with open(os.path.join(paired_dir, "train.txt"), "w") as f:
+        for _ in range(int(epochs)):
+            for i in rng.permutation(len(sentences)):
+                f.write("\n".join(sentences[i].lines) + "\n\n")
+    keras.utils.set_random_seed(seed)
+    model = TaggingTask(conll.label_list(sentences), 8).build_model(
+        BertConfig.from_dict(config_dict))
+    load_original_checkpoint(model, encoder_checkpoint)
+    return save_original_checkpoint(model, os.path.join(paired_dir, "init", "bert_model.ckpt"))
 
 
 def truncation_report(data_dir, max_seq_length):
@@ -272,6 +305,12 @@ def main():
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--learning_rate", type=float, default=5e-4)
+    parser.add_argument("--paired", action="store_true",
+                        help="isolate the implementations: per seed, both taggers read the "
+                             "same training file (the epochs' permutations written one after "
+                             "another) in order, for one pass, from the same head")
+    parser.add_argument("--no_dropout", action="store_true",
+                        help="no dropout anywhere (encoder and head), on both sides")
     args = parser.parse_args()
     variants = args.variants.split(",")
     for name in variants:
@@ -292,6 +331,8 @@ def main():
     with open(os.path.join(data_dir, "vocab.txt")) as f:
         vocab_size = sum(1 for _ in f)
     config_dict = dict(MODEL, vocab_size=vocab_size)
+    if args.no_dropout:
+        config_dict.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     init_checkpoint = write_random_checkpoint(
         config_dict, os.path.join(work_dir, "init", "bert_model.ckpt"))
 
@@ -314,11 +355,20 @@ def main():
     for seed in seeds:
         for name in variants:
             start = time.time()
+            run_data, run_init, overrides, paired = data_dir, init_checkpoint, {}, {}
+            if args.no_dropout:
+                overrides["tagging_dropout"] = 0.0
+            if args.paired:
+                run_data = os.path.join(work_dir, f"paired-{seed}")
+                run_init = write_paired_run(data_dir, run_data, config_dict, init_checkpoint,
+                                            seed, args.epochs)
+                overrides.update(shuffle_buffer_size=0, num_train_epochs=1.0)
+                paired = {"permute": False, "epochs": 1.0}
             if name == "reference":
-                tags = run_reference(args, data_dir, config_dict, init_checkpoint, seed)
+                tags = run_reference(args, run_data, config_dict, run_init, seed, **paired)
             else:
-                tags = run_ours(args, data_dir, config_dict, init_checkpoint, seed,
-                                OUR_VARIANTS[name], work_dir)
+                tags = run_ours(args, run_data, config_dict, run_init, seed,
+                                {**OUR_VARIANTS[name], **overrides}, work_dir)
             seconds.setdefault(name, []).append(time.time() - start)
             f1 = tagging_metrics.entity_scores(gold, tags)["f1"]
             f1_short = tagging_metrics.entity_scores([gold[i] for i in short],

@@ -4,8 +4,9 @@ As the original (REFERENCE.md §6): training shuffles the file list, reads files
 (interleave), shuffles records and repeats; eval reads the files in order, once, keeping only
 whole batches. With `shuffle_buffer_size=PERMUTE_EACH_EPOCH` training instead draws a fresh
 permutation of all records every epoch (run_tagging.py's default: its files are in document
-order, which a buffer of 100 barely mixes). Unlike the original, the interleave is deterministic and every shuffle is
-seeded, so the stream is reproducible and its position can be checkpointed and resumed.
+order, which a buffer of 100 barely mixes). Unlike the original, the interleave is
+deterministic and every shuffle is seeded, so the stream is reproducible and its position can
+be checkpointed and resumed.
 
 Batches are dicts of the feature names of `bert_tf.data.features`; int64 features are cast to
 int32 (what TPUs take; ids fit easily).
