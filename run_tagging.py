@@ -7,8 +7,10 @@ Outputs in --output_dir: train.tf_record, eval.tf_record, predict.tf_record, mod
 eval_results.txt (entity precision, recall and F1 as conlleval, token accuracy, losses),
 eval_predictions.txt and test_predictions.txt (the input lines with the predicted tag
 appended). The flags are run_classifier.py's (plus --doc_stride and --tagging_dropout) and the
-trainer flags of run_pretraining.py. Restarting with the same --output_dir resumes from its
-latest checkpoint.
+trainer flags of run_pretraining.py. Training takes the windows in a fresh random permutation
+each epoch (seeded by --seed; --shuffle_buffer_size=N > 0 uses a shuffle buffer of N records
+instead, 0 the file order). Restarting with the same --output_dir resumes from its latest
+checkpoint, at the same place in the epoch's permutation.
 """
 
 import os
@@ -37,7 +39,11 @@ shared_flags.define_fine_tuning_flags()
 shared_flags.define_tpu_flags()
 
 # Added flags.
-shared_flags.define_trainer_flags()
+# -1 (input_pipeline.PERMUTE_EACH_EPOCH, not imported here: it would load TensorFlow for
+# --help): a fresh permutation of the training windows each epoch, not the classifier's buffer
+# of 100, because CoNLL files hold one story after another, which a 100-record window barely
+# mixes.
+shared_flags.define_trainer_flags(shuffle_buffer_size=-1)
 flags.DEFINE_integer("doc_stride", 64,
                      "Word pieces between the starts of consecutive windows of a sentence "
                      "longer than max_seq_length - 2 (as run_squad.py's doc_stride).")

@@ -56,7 +56,9 @@ def define_trainer_flags(shuffle_buffer_size=100):
                       "tf.distribute strategy (mirrored: every GPU, else every logical CPU; "
                       "multi_worker_mirrored: the cluster of TF_CONFIG).")
     flags.DEFINE_integer("shuffle_buffer_size", shuffle_buffer_size,
-                         "Records in the training shuffle buffer; 0 reads the files in order.")
+                         "Records in the training shuffle buffer; 0 reads the files in order; "
+                         "-1 holds every training record in memory and takes them in a fresh "
+                         "permutation each epoch (seeded by --seed).")
     flags.DEFINE_integer("keep_checkpoint_max", 5,
                          "Checkpoints kept in output_dir (0 keeps all).")
     flags.DEFINE_integer("seed", 12345,

@@ -11,7 +11,9 @@ import pytest
 from bert_tf.config import BertConfig
 from bert_tf.checkpoints import save_original_checkpoint
 from bert_tf.data.classifier import ClassifierDataError
-from bert_tf.tasks.classification import ClassifierError, ClassifierOptions, run
+from bert_tf.tasks.classification import (
+    ClassifierError, ClassifierOptions, run, warn_if_labels_in_runs,
+)
 from bert_tf.training.trainer import TrainingError
 from conftest import tiny_config_dict
 
@@ -169,3 +171,22 @@ def test_script_prints_one_line_errors(setup):
     assert proc.returncode == 1
     assert "run_classifier.py: error: --task_name='nope': unknown task" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_training_file_sorted_by_label_warns_under_a_small_shuffle_buffer(caplog):
+    sorted_labels = ["0"] * 300 + ["1"] * 300
+    mixed = list(np.random.RandomState(0).permutation(sorted_labels))
+    with caplog.at_level("WARNING"):
+        assert warn_if_labels_in_runs(sorted_labels, 100, "train.tsv")
+    assert "train.tsv: the training labels come in long runs (1 label changes" in caplog.text
+    assert "--shuffle_buffer_size=-1" in caplog.text
+    assert not warn_if_labels_in_runs(mixed, 100, "train.tsv")
+    # Grouped in runs of 20 (a source's examples together, say): still far from random.
+    grouped = [str(i // 20 % 2) for i in range(600)]
+    assert warn_if_labels_in_runs(grouped, 100, "train.tsv")
+    # A permutation per epoch or a buffer as large as the file mixes any order; regression
+    # scores (all distinct) and tiny files say nothing.
+    assert not warn_if_labels_in_runs(sorted_labels, -1, "train.tsv")
+    assert not warn_if_labels_in_runs(sorted_labels, 300, "train.tsv")
+    assert not warn_if_labels_in_runs([i / 600 for i in range(600)], 100, "train.tsv")
+    assert not warn_if_labels_in_runs(["0"] * 20 + ["1"] * 20, 10, "train.tsv")

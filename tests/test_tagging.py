@@ -96,13 +96,18 @@ def parse_records(path):
     return [{k: v.numpy() for k, v in record.items()} for record in dataset]
 
 
-def test_sub_token_word_mapping_round_trips(tmp_path, tokenizer):
-    rng = np.random.RandomState(1)
+def training_windows(tmp_path, tokenizer, seed, num_sentences):
+    """(sentences, labels, windows) of a train.txt of `num_sentences` template sentences."""
     path = tmp_path / "train.txt"
-    path.write_text(conll_text(rng, 4))
+    path.write_text(conll_text(np.random.RandomState(seed), num_sentences))
     sentences = conll.read_conll(path)
     labels = conll.label_list(sentences)
-    windows = conll.convert_sentences(sentences, labels, tokenizer, MAX_SEQ_LENGTH, 4)
+    return sentences, labels, conll.convert_sentences(sentences, labels, tokenizer,
+                                                      MAX_SEQ_LENGTH, 4)
+
+
+def test_sub_token_word_mapping_round_trips(tmp_path, tokenizer):
+    sentences, labels, windows = training_windows(tmp_path, tokenizer, 1, 4)
     long_sentence = sentences[1]
     assert LONG_WORD in long_sentence.words
     assert sum(w.sentence_index == 1 for w in windows) > 2  # the long word spans windows
@@ -365,3 +370,64 @@ def test_eval_and_predictions_in_length_order_equal_the_padded_run(trained):
     assert_eval_results_equal(padded / "eval_results.txt", cut / "eval_results.txt")
     for name in ("eval_predictions.txt", "test_predictions.txt"):
         assert read_lines(cut / name) == read_lines(padded / name), name
+
+
+def test_training_takes_a_permutation_of_the_windows_each_epoch_by_default(setup):
+    tmp_path, config, options = setup
+    assert options().shuffle_buffer_size == -1  # input_pipeline.PERMUTE_EACH_EPOCH
+    assert options(shuffle_buffer_size=100).shuffle_buffer_size == 100
+
+
+@pytest.mark.slow  # a subprocess importing TensorFlow
+def test_script_permutes_each_epoch_unless_shuffle_buffer_size_is_given(setup):
+    """run_tagging.py's --help says what the default does, and the options run() gets carry
+    the permutation (-1) by default and an explicit --shuffle_buffer_size otherwise."""
+    tmp_path, config, options = setup
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    common = [f"--data_dir={tmp_path}/data", f"--vocab_file={tmp_path}/vocab.txt",
+              f"--bert_config_file={tmp_path}/bert_config.json", f"--output_dir={tmp_path}/o",
+              "--do_train"]
+    probe = ("import sys, run_tagging\n"
+             "import bert_tf.tasks.tagging as tagging\n"
+             "tagging.run = lambda config, options, *a, **k: print("
+             "'BUFFER', options.shuffle_buffer_size) or {}\n"
+             "run_tagging.FLAGS(sys.argv)\n"
+             "sys.exit(run_tagging.main(sys.argv))\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
+    for extra, expected in (([], -1), (["--shuffle_buffer_size=100"], 100),
+                            (["--shuffle_buffer_size=0"], 0)):
+        proc = subprocess.run([sys.executable, "-c", probe, "run_tagging.py"] + common + extra,
+                              cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"BUFFER {expected}\n" in proc.stdout
+    proc = subprocess.run([sys.executable, "run_tagging.py", "--helpfull"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert "fresh random permutation" in proc.stdout  # the script's text, --help's too
+    assert "fresh permutation each epoch" in proc.stdout
+    assert re.search(r"--shuffle_buffer_size:.*\n(.*\n)*?\s+\(default: '-1'\)", proc.stdout)
+
+
+@pytest.mark.slow  # two training runs, one in a subprocess killed mid-way
+def test_sigkill_and_resume_in_the_permutation_gives_the_uninterrupted_weights(tmp_path,
+                                                                            tokenizer):
+    """The default input order (a permutation per epoch) with dropout: a run killed after its
+    step-4 checkpoint and resumed continues the epoch's permutation (and the next epochs')
+    exactly as the uninterrupted run; 16 steps of 4 windows over 15 windows are 4+ epochs."""
+    from test_training_helpers import (assert_sigkill_and_resume_is_uninterrupted,
+                                       finetune_driver_args, write_config)
+
+    _, labels, windows = training_windows(tmp_path, tokenizer, 3, 11)
+    assert len(windows) == 15  # epochs end inside batches
+    records = str(tmp_path / "train.tf_record")
+    conll.write_windows(records, windows)
+    config_file = write_config(tmp_path / "bert_config.json", vocab_size=len(VOCAB))
+    task = {"label_list": labels, "max_seq_length": MAX_SEQ_LENGTH, "dropout_rate": 0.1}
+
+    def driver_args(output_dir):
+        return finetune_driver_args(
+            output_dir, config_file, task, [records], 4,
+            task_class="bert_tf.tasks.tagging:TaggingTask", num_train_steps=16,
+            num_warmup_steps=2, save_checkpoints_steps=2, keep_checkpoint_max=3,
+            shuffle_buffer_size=TaggingOptions.shuffle_buffer_size, seed=11)
+
+    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args, 16)

@@ -42,6 +42,9 @@ def test_flags_that_do_not_fit_the_config_or_the_records(setup):
         run(config, options(max_seq_length=24), do_train=True)
     with pytest.raises(PretrainingError, match="--train_batch_size must be positive"):
         run(config, options(train_batch_size=0), do_train=True)
+    with pytest.raises(PretrainingError, match=r"--shuffle_buffer_size must be >= 0, or -1 for "
+                                               r"a fresh permutation .* got -2"):
+        run(config, options(shuffle_buffer_size=-2), do_train=True)
 
 
 def test_corrupted_records(setup):

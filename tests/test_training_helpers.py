@@ -339,6 +339,21 @@ def kill_after_checkpoint(args, output_dir, step, rng, driver=DRIVER, timeout=18
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
 
 
+def init_checkpoint_with_head(model, head_file, prefix):
+    """The golden init.ckpt loaded into `model`, the head's output_weights and output_bias set
+    from `head_file` (a recorder's head_init.npz), saved at `prefix`. Returns the prefix and
+    the sorted names the init checkpoint lacked (the head's, for the caller to check)."""
+    from conftest import golden_path
+
+    from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+
+    report = load_original_checkpoint(model, golden_path("train", "init.ckpt"))
+    head = np.load(head_file)
+    model.head.output_weights.assign(head["output_weights"])
+    model.head.output_bias.assign(head["output_bias"])
+    return save_original_checkpoint(model, prefix), sorted(report.not_in_checkpoint)
+
+
 def assert_close(ours, expected, name):
     """Within 1e-5 relative to the largest magnitude of the expected values."""
     expected = np.asarray(expected, np.float32)

@@ -6,7 +6,8 @@ import tensorflow as tf
 
 from bert_tf.training import input_pipeline
 from bert_tf.training.input_pipeline import (
-    InputError, InputStream, check_records, expand_input_patterns, make_dataset,
+    PERMUTE_EACH_EPOCH, InputError, InputStream, check_records, expand_input_patterns,
+    make_dataset,
 )
 from test_training_helpers import write_records
 
@@ -89,6 +90,66 @@ def test_shuffled_stream_is_seeded(records):
 
     assert take(3) == take(3)
     assert take(3) != take(4)
+
+
+def record_numbers(batches, file_ids):
+    """The index in `file_ids` (the records' input_ids in file order) of every record of
+    `batches`, in stream order."""
+    index = {tuple(ids): i for i, ids in enumerate(file_ids)}
+    return [index[tuple(ids)] for b in batches for ids in b["input_ids"].numpy().tolist()]
+
+
+def file_input_ids(path):
+    spec = {"input_ids": tf.io.FixedLenFeature([16], tf.int64)}
+    return [tf.io.parse_single_example(r, spec)["input_ids"].numpy().tolist()
+            for r in tf.data.TFRecordDataset(path)]
+
+
+def test_permutation_per_epoch_takes_every_record_once_per_epoch(tmp_path, records):
+    more = write_records(tmp_path / "b.tfrecord", 8, seed=2)
+    file_ids = file_input_ids(records) + file_input_ids(more)
+    assert len({tuple(ids) for ids in file_ids}) == 28  # records are told apart by their ids
+
+    def stream(seed):
+        # Batches of 8 over epochs of 28 records: batches straddle the epoch boundaries.
+        d = make_dataset([records, more], 16, 3, batch_size=8, is_training=True, seed=seed,
+                         shuffle_buffer_size=PERMUTE_EACH_EPOCH)
+        return record_numbers(d.take(14), file_ids)  # 112 records = 4 epochs
+
+    order = stream(3)
+    epochs = [order[e * 28:(e + 1) * 28] for e in range(4)]
+    for epoch in epochs:
+        assert sorted(epoch) == list(range(28))  # every record of both files, once
+    assert len({tuple(e) for e in epochs}) == 4  # a fresh order every epoch
+    assert epochs[0] != list(range(28))
+    assert stream(3) == order  # seeded
+    assert stream(4) != order
+
+
+def test_permutation_position_round_trips_through_a_checkpoint_across_epochs(tmp_path,
+                                                                            records):
+    strategy = tf.distribute.get_strategy()
+
+    def stream():
+        return InputStream(strategy, [records], 16, 3, 3, is_training=True, seed=5,
+                           shuffle_buffer_size=PERMUTE_EACH_EPOCH)
+
+    a = stream()
+    for _ in range(4):  # 12 of the first epoch's 20 records
+        a.get_next()
+    tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
+    expected = [first_ids(a.get_next()) for _ in range(12)]  # into the third epoch
+    b = stream()
+    tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos"))
+    assert [first_ids(b.get_next()) for _ in range(12)] == expected
+
+
+def test_permutation_of_no_records_is_an_input_error(tmp_path):
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="no training records in .*empty.tfrecord"):
+        make_dataset([str(empty)], 16, 3, batch_size=2, is_training=True,
+                     shuffle_buffer_size=PERMUTE_EACH_EPOCH)
 
 
 def test_eval_stream_is_in_order_once_and_drops_the_remainder(records):

@@ -8,6 +8,7 @@ such as STS-B one output and the mean squared error) and the eval metrics; `run`
 run_classifier.py does: records, train, eval, predict, and the original's output files.
 """
 
+import collections
 import dataclasses
 import os
 
@@ -176,6 +177,28 @@ def write_test_results(path, rows):
     return path
 
 
+def warn_if_labels_in_runs(labels, shuffle_buffer_size, source):
+    """Logs a warning (and returns True) when the training labels come in runs far longer than
+    in a random order (a file sorted or grouped by label) while the input is mixed by a
+    shuffle buffer much smaller than the file: its batches would hold mostly one label.
+    Regression scores (all distinct) never warn."""
+    n = len(labels)
+    if shuffle_buffer_size <= 0 or n <= 2 * shuffle_buffer_size:
+        return False
+    shares = [count / n for count in collections.Counter(labels).values()]
+    expected = (n - 1) * (1.0 - sum(p * p for p in shares))
+    changes = sum(a != b for a, b in zip(labels, labels[1:]))
+    if expected < 20 or changes >= 0.25 * expected:
+        return False
+    logging.warning(
+        "%s: the training labels come in long runs (%d label changes between consecutive "
+        "examples, about %.0f in a random order): --shuffle_buffer_size=%d mixes only "
+        "neighbouring records, so most batches would hold one label; "
+        "--shuffle_buffer_size=-1 takes a fresh permutation of the training set each epoch",
+        source, changes, expected, shuffle_buffer_size)
+    return True
+
+
 def _split_suffix(split, default):
     """"" for the task's default dev split, else e.g. "_mismatched" for MNLI's
     `dev_mismatched` (results keys `eval_accuracy_mismatched`, eval_mismatched.tf_record)."""
@@ -230,6 +253,8 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         train_examples = processor.get_train_examples(data_dir)
         options = options.with_training_steps(
             len(train_examples), processor.input_file(data_dir, "train"), error=ClassifierError)
+        warn_if_labels_in_runs([e.label for e in train_examples], options.shuffle_buffer_size,
+                               processor.input_file(data_dir, "train"))
 
     task = ClassificationTask(processor.task_name, label_list, options.max_seq_length,
                               dropout_rate=options.classifier_dropout)

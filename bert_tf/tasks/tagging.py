@@ -28,6 +28,7 @@ from bert_tf.data import conll
 from bert_tf.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.training.input_pipeline import PERMUTE_EACH_EPOCH
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainingError, read_task_file
 
@@ -213,6 +214,9 @@ class TaggingOptions(FineTuningOptions):
     data_dir: str
     doc_stride: int = 64
     tagging_dropout: float = 0.1
+    # A fresh permutation of the training windows each epoch (CoNLL files are in document
+    # order, which the classifier's buffer of 100 barely mixes).
+    shuffle_buffer_size: int = PERMUTE_EACH_EPOCH
 
     def problems(self, config):
         problems = super().problems(config)

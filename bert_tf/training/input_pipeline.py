@@ -2,8 +2,11 @@
 
 As the original (REFERENCE.md §6): training shuffles the file list, reads files in parallel
 (interleave), shuffles records and repeats; eval reads the files in order, once, keeping only
-whole batches. Unlike the original, the interleave is deterministic and every shuffle is
-seeded, so the stream is reproducible and its position can be checkpointed and resumed.
+whole batches. With `shuffle_buffer_size=PERMUTE_EACH_EPOCH` training instead draws a fresh
+permutation of all records every epoch (run_tagging.py's default: its files are in document
+order, which a buffer of 100 barely mixes). Unlike the original, the interleave is
+deterministic and every shuffle is seeded, so the stream is reproducible and its position can
+be checkpointed and resumed.
 
 Batches are dicts of the feature names of `bert_tf.data.features`; int64 features are cast to
 int32 (what TPUs take; ids fit easily).
@@ -14,9 +17,14 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from bert_tf.data.features import FEATURE_NAMES, feature_spec
 from bert_tf.training import padding
+
+
+# The shuffle_buffer_size that asks for a fresh permutation of all training records each epoch.
+PERMUTE_EACH_EPOCH = -1
 
 
 class InputError(ValueError):
@@ -116,6 +124,27 @@ def _parse_batch(serialized, spec):
     }
 
 
+def _permuted_epochs(input_files, seed):
+    """The serialized records of `input_files`, held in memory, in a fresh seeded permutation
+    each epoch, repeated: every record exactly once per epoch. The shuffle is of record
+    indexes, so a checkpointed iterator holds the rest of the epoch's indexes (8 bytes a
+    record), not records."""
+    try:
+        records = list(tf.data.TFRecordDataset(input_files).as_numpy_iterator())
+    except tf.errors.OpError as e:
+        raise InputError(f"cannot read the training records ({', '.join(input_files[:3])}"
+                         f"{', ...' if len(input_files) > 3 else ''}): {first_line(e)}") from None
+    if not records:
+        raise InputError(f"no training records in {', '.join(input_files[:3])}")
+    num_records = len(records)
+    logging.info("Holding the %d training records (%.1f MB) in memory: a fresh permutation of "
+                 "them each epoch", num_records, sum(map(len, records)) / 2**20)
+    records = tf.constant(records)
+    d = tf.data.Dataset.range(num_records)
+    d = d.shuffle(num_records, seed=seed, reshuffle_each_iteration=True).repeat()
+    return d.map(lambda i: tf.gather(records, i))
+
+
 def make_dataset(
     input_files,
     max_seq_length,
@@ -146,7 +175,8 @@ def make_dataset(
         `is_real_example`, or unique id, is 0) instead of being dropped.
       is_training: training stream (shuffled, repeated) or eval stream (in order, once).
       shuffle_buffer_size: records held by the record shuffle; 0 reads the files in the given
-        order, sequentially, without any shuffling.
+        order, sequentially, without any shuffling; PERMUTE_EACH_EPOCH (-1) reads every record
+        into memory and takes them in a fresh permutation each epoch.
       seed: seeds every shuffle (all pipelines use the same seed, so their streams agree).
       input_pipeline_id, num_input_pipelines: this pipeline among all hosts' pipelines; each
         gets a disjoint part of the data.
@@ -166,7 +196,9 @@ def make_dataset(
         is_training and shuffle_buffer_size > 0 and num_input_pipelines > 1
         and num_files >= num_input_pipelines
     )
-    if is_training and shuffle_buffer_size > 0:
+    if is_training and shuffle_buffer_size == PERMUTE_EACH_EPOCH:
+        d = _permuted_epochs(input_files, seed)
+    elif is_training and shuffle_buffer_size > 0:
         d = tf.data.Dataset.from_tensor_slices(tf.constant(input_files))
         if shard_files:
             d = d.shard(num_input_pipelines, input_pipeline_id)

@@ -97,7 +97,7 @@ class TrainerOptions:
     num_warmup_steps: int = 10000
     save_checkpoints_steps: int = 1000
     iterations_per_loop: int = 1000
-    shuffle_buffer_size: int = 100
+    shuffle_buffer_size: int = 100  # input_pipeline.PERMUTE_EACH_EPOCH: a permutation per epoch
     keep_checkpoint_max: int = 5
     seed: int | None = 12345
     clip_norm: float = 1.0
@@ -128,7 +128,7 @@ class TrainerOptions:
 
     _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
                  "save_checkpoints_steps", "iterations_per_loop", "padding_width")
-    _NON_NEGATIVE = ("num_warmup_steps", "shuffle_buffer_size", "keep_checkpoint_max")
+    _NON_NEGATIVE = ("num_warmup_steps", "keep_checkpoint_max")
 
     def problems(self, config):
         """The list of what is wrong with these settings for `config` (empty if nothing)."""
@@ -139,6 +139,10 @@ class TrainerOptions:
         for name in self._NON_NEGATIVE:
             if getattr(self, name) < 0:
                 problems.append(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.shuffle_buffer_size < input_pipeline.PERMUTE_EACH_EPOCH:
+            problems.append(f"--shuffle_buffer_size must be >= 0, or "
+                            f"{input_pipeline.PERMUTE_EACH_EPOCH} for a fresh permutation of "
+                            f"the training records each epoch, got {self.shuffle_buffer_size}")
         if self.mixed_precision not in precision.POLICIES:
             problems.append(f"--mixed_precision={self.mixed_precision!r}: expected one of "
                             f"{', '.join(precision.POLICIES)}")
