@@ -546,3 +546,23 @@ def test_a_short_request_runs_at_its_own_length(exports, golden, tables):
                                    layers=LAYERS, tokenizer=tables)[0]
     out = features.serve(tf.constant([text]), tf.constant([""]))
     assert out["layers"].shape[:2] == (1, 16) and out["input_mask"].numpy().sum() == 12
+
+
+def test_predictor_sorts_windows_of_lines_and_answers_in_input_order(exports):
+    """Lines sorted by length in windows of 4 into batches of 2 get the answers of batches in
+    input order (--sort_window=1), line for line."""
+    cases = {"classifier": [f"{a}\t{b}" if b else a for a, b in zip(TEXTS_A, TEXTS_B)],
+             "tagging": TAGGING_TEXTS}
+    for task, lines in cases.items():
+        lines = lines + lines[::-1]
+        sorted_rows = list(predict.predict_lines(exports[task][1], lines, 2, sort_window=4))
+        plain_rows = list(predict.predict_lines(exports[task][1], lines, 2, sort_window=1))
+        assert len(sorted_rows) == len(plain_rows) == len(lines)
+        for got, expected in zip(sorted_rows, plain_rows):
+            assert got.keys() == expected.keys()
+            for key, value in got.items():
+                if key == "probabilities":
+                    np.testing.assert_allclose(list(value.values()),
+                                               list(expected[key].values()), atol=1e-5, rtol=0)
+                else:
+                    assert value == expected[key]
