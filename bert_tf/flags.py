@@ -73,6 +73,20 @@ def define_trainer_flags(shuffle_buffer_size=100):
     flags.DEFINE_integer("gradient_accumulation_steps", 1,
                          "Micro-batches per optimizer step; --train_batch_size stays the "
                          "global batch of one step.")
+    flags.DEFINE_bool("dynamic_padding", True,
+                      "Cut each batch to its longest sequence (input_mask), rounded up to a "
+                      "multiple of --padding_width, instead of computing max_seq_length "
+                      "positions; eval and predict run the records in length order and write "
+                      "their outputs in input order. The same results (within float rounding); "
+                      "false pads every batch to max_seq_length as the original. Not on TPU.")
+    flags.DEFINE_integer("padding_width", 16,
+                         "With --dynamic_padding: batch lengths are multiples of this, so at "
+                         "most max_seq_length / padding_width shapes are traced or compiled.")
+    flags.DEFINE_bool("group_by_length", False,
+                      "Training batches of similar lengths: windows of 50 steps of the "
+                      "shuffled stream sorted by length, the batches in random order. Every "
+                      "record still once, but not in the original's batches (another "
+                      "trajectory); fewer padded positions with --dynamic_padding.")
     flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
                        "fp16 only: the first dynamic loss scale (halved on each overflow, "
                        "doubled after 2000 finite steps; restored from checkpoints).")
@@ -110,6 +124,9 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         optimizer=FLAGS.optimizer,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         initial_loss_scale=FLAGS.initial_loss_scale,
+        dynamic_padding=FLAGS.dynamic_padding,
+        padding_width=FLAGS.padding_width,
+        group_by_length=FLAGS.group_by_length,
     )
 
 

@@ -41,6 +41,8 @@ class ClassificationTask(Task):
     step_keys = ("total_loss",)
     log_names = ("loss",)
     eval_per_example_keys = ("per_example_loss", "logits", "label_ids", "is_real_example")
+    # Outputs read [CLS] only, which a cut batch computes as the padded one does.
+    eval_by_length = True
 
     def __init__(self, task_name, label_list, max_seq_length, dropout_rate=0.1):
         self.task_name = task_name

@@ -43,6 +43,12 @@ class SquadTask(Task):
     # The span head reads the sequence output only: as in the original, the pooler gets no
     # gradient, hence no update and no Adam slots.
     unused_variable_prefixes = ("bert/pooler/",)
+    # The loss is a softmax over every position, padding included (as the original's): the
+    # logits at padded positions are not zero, so a cut batch would change it. Training keeps
+    # max_seq_length; prediction is cut (the logits of real positions do not change).
+    cut_training_batches = False
+    # Positions past a cut batch's length get no logit: -inf, never among the n best.
+    sequence_outputs = {"start_logits": float("-inf"), "end_logits": float("-inf")}
 
     def __init__(self, max_seq_length, version_2_with_negative=False):
         self.max_seq_length = max_seq_length

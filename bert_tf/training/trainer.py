@@ -40,7 +40,7 @@ from absl import logging
 from bert_tf import checkpoints
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig
-from bert_tf.training import input_pipeline, metrics, precision
+from bert_tf.training import input_pipeline, metrics, padding, precision
 from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimizer import AdamWeightDecay, clip_by_global_norm
@@ -97,9 +97,17 @@ class TrainerOptions:
     init_optimizer_state: bool = False
     initial_loss_scale: float = 2.0 ** 15
     loss_scale_growth_interval: int = 2000
+    # Each batch cut to its longest real sequence, rounded up to a multiple of padding_width
+    # (bert_tf.training.padding); eval and predict also in length order. False: every batch
+    # at max_seq_length, as the original.
+    dynamic_padding: bool = True
+    padding_width: int = padding.DEFAULT_WIDTH
+    # Training batches of similar lengths from windows of the shuffled stream, in random
+    # order: fewer padded positions, but not the original's batches.
+    group_by_length: bool = False
 
     _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
-                 "save_checkpoints_steps", "iterations_per_loop")
+                 "save_checkpoints_steps", "iterations_per_loop", "padding_width")
     _NON_NEGATIVE = ("num_warmup_steps", "shuffle_buffer_size", "keep_checkpoint_max")
 
     def problems(self, config):
@@ -153,6 +161,14 @@ def _format_duration(seconds):
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def _with_record_index(values, features):
+    """`values` plus the records' `RECORD_INDEX` when the batch is in length order."""
+    if input_pipeline.RECORD_INDEX in features:
+        values = dict(values, **{input_pipeline.RECORD_INDEX:
+                                 features[input_pipeline.RECORD_INDEX]})
+    return values
 
 
 def _normalizer_vector(normalizers):
@@ -374,7 +390,8 @@ class Trainer:
     def _eval_outputs(self, features, normalizers):
         outputs = self.model(features, training=False)
         losses = self.task.compute_loss(outputs, features, normalizers)
-        return self.task.eval_outputs(outputs, features, losses, normalizers)
+        return _with_record_index(
+            self.task.eval_outputs(outputs, features, losses, normalizers), features)
 
     def _replica_eval_step(self, features):
         return self._eval_fn(features, self._global_normalizers(features))
@@ -395,7 +412,7 @@ class Trainer:
         `eval_outputs` (scalars summed over replicas, per-example values gathered). Raises
         OutOfRangeError at the end of the data."""
         strategy = self.strategy
-        per_example_keys = self.task.eval_per_example_keys
+        per_example_keys = self.task.eval_per_example_keys + (input_pipeline.RECORD_INDEX,)
 
         @tf.function
         def eval_step():
@@ -406,7 +423,7 @@ class Trainer:
 
     def _predict_outputs(self, features):
         outputs = self.model(features, training=False)
-        return self.task.predict_outputs(outputs, features)
+        return _with_record_index(self.task.predict_outputs(outputs, features), features)
 
     def make_predict_function(self, stream):
         """tf.function() predicting the next batch of `stream`: the task's
@@ -608,8 +625,8 @@ class Trainer:
         except (tf.errors.OpError, AssertionError, ValueError) as e:
             raise TrainingError(
                 f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
-                "input files or flags (batch size, shuffle_buffer_size, seed) must be those of "
-                "the run that wrote it"
+                "input files or flags (batch size, shuffle_buffer_size, seed, group_by_length) "
+                "must be those of the run that wrote it"
             ) from None
         logging.info("Restored the input position from %s", state)
         return True
@@ -706,6 +723,11 @@ class Trainer:
             "***** Running training *****  steps %d -> %d, global batch %d over %d replica(s)",
             step, opts.num_train_steps, opts.train_batch_size, self.strategy.num_replicas_in_sync,
         )
+        self._log_padding("Training", is_training=True)
+        if opts.group_by_length:
+            logging.info("Training: --group_by_length: batches of similar lengths from windows "
+                         "of %d steps of the shuffled stream, in random order (not the "
+                         "original's batches)", input_pipeline.GROUP_WINDOW_STEPS)
         writer = self._writer("train")
         start_time, start_step = time.time(), step
         while step < opts.num_train_steps:
@@ -738,16 +760,56 @@ class Trainer:
             writer.flush()
         return last_checkpoint
 
+    def _cuts_batches(self, is_training):
+        """Whether dynamic padding cuts this run's batches (never under TPUStrategy, whose
+        infeed and compiled steps need static shapes)."""
+        return (self.options.dynamic_padding
+                and not isinstance(self.strategy, tf.distribute.TPUStrategy)
+                and (self.task.cut_training_batches or not is_training))
+
+    def _sorts_by_length(self, is_training, max_batches, pad_final_batch, per_example):
+        """Whether eval/predict runs the records in length order: with dynamic padding, on one
+        worker (the outputs of every record come back to it), over all the records, when the
+        outputs are per-example (`per_example`)."""
+        return (not is_training and self._cuts_batches(False) and self.num_workers == 1
+                and max_batches is None and pad_final_batch and per_example)
+
+    def _log_padding(self, what, is_training):
+        opts = self.options
+        length = self.task.max_seq_length
+        if self._cuts_batches(is_training):
+            shapes = f"at most {-(-length // opts.padding_width)} shapes" if length else ""
+            logging.info(
+                "%s: dynamic padding: each batch cut to its longest sequence, rounded up to a "
+                "multiple of %d (%s%s)", what, opts.padding_width, shapes,
+                ", each compiled once by XLA" if opts.use_xla else "")
+        elif not opts.dynamic_padding:
+            logging.info("%s: static shapes: every batch at max_seq_length "
+                         "(--dynamic_padding=false)", what)
+        elif isinstance(self.strategy, tf.distribute.TPUStrategy):
+            logging.info("%s: static shapes: every batch at max_seq_length (TPUs compile one "
+                         "shape)", what)
+        else:
+            logging.info("%s: static shapes: every batch at max_seq_length (the %s loss counts "
+                         "the padded positions, as the original's)", what, self.task.name)
+
     def input_stream(self, input_files, global_batch_size, is_training, max_batches=None,
-                     pad_final_batch=False):
-        """An `input_pipeline.InputStream` of the task's records for this worker."""
+                     pad_final_batch=False, sort_by_length=False):
+        """An `input_pipeline.InputStream` of the task's records for this worker: batches cut
+        by dynamic padding where it applies (`_cuts_batches`), grouped by length in training
+        with group_by_length, and in length order with `sort_by_length` (eval/predict)."""
         flag = "--train_batch_size" if is_training else "--eval_batch_size"
+        cut = self._cuts_batches(is_training)
         return input_pipeline.InputStream(
             self.strategy, input_files, None, None, global_batch_size, is_training=is_training,
             shuffle_buffer_size=self.options.shuffle_buffer_size, seed=self.options.seed,
             worker_index=self.worker_index, num_workers=self.num_workers,
             max_batches=max_batches, batch_flag=flag,
             spec=self.task.feature_spec(is_training), pad_final_batch=pad_final_batch,
+            sequence_keys=self.task.sequence_keys if cut else (),
+            position_keys=self.task.position_keys, padding_width=self.options.padding_width,
+            group_by_length=is_training and self.options.group_by_length,
+            sort_by_length=sort_by_length,
         )
 
     def _log_progress(self, values, first, step, loop_seconds, start_time, start_step, writer):
@@ -787,8 +849,12 @@ class Trainer:
         Writes output_dir/`results_file` (chief; not with results_file=None) and returns the
         results dict."""
         opts = self.options
+        by_length = self._sorts_by_length(False, max_batches, pad_final_batch,
+                                          self.task.eval_by_length)
         stream = self.input_stream(input_files, opts.eval_batch_size, is_training=False,
-                                   max_batches=max_batches, pad_final_batch=pad_final_batch)
+                                   max_batches=max_batches, pad_final_batch=pad_final_batch,
+                                   sort_by_length=by_length)
+        self._log_padding("Evaluation", is_training=False)
         eval_function = self.make_eval_function(stream)
         limit = max_batches if max_batches is not None else float("inf")
         if self.num_workers > 1:
@@ -803,9 +869,11 @@ class Trainer:
                     batch = eval_function()
                 except tf.errors.OutOfRangeError:
                     break
-                batches.append({k: v.numpy() for k, v in batch.items()})
+                batches.append(self._host_outputs(batch))
         except tf.errors.DataLossError as e:
             raise InputError(f"corrupted record in the eval input files: {first_line(e)}") from None
+        if by_length:
+            batches = self._input_order_batches(batches, opts.eval_batch_size)
         if not batches:
             raise InputError(
                 f"no eval batch: the input files ({', '.join(input_files[:3])}) hold fewer "
@@ -829,19 +897,62 @@ class Trainer:
         return results
 
     def predict(self, input_files, batch_size):
-        """Yields the task's `predict_outputs` for every record of `input_files` (in order),
-        one dict of numpy arrays per global batch of `batch_size`; the last batch is padded
-        with all-zero records (the caller drops them: their `is_real_example` / unique id
-        is 0)."""
+        """Yields the task's `predict_outputs` for every record of `input_files` (in order):
+        dicts of numpy arrays [N, ...], the task's `sequence_outputs` at max_seq_length. The
+        last batch may be padded with all-zero records (the caller drops them: their
+        `is_real_example` / unique id is 0).
+
+        With dynamic padding (one worker) the records run in length order, in batches cut to
+        their longest, and come back in input order, a dict per run of records (up to a
+        window of input_pipeline.SORT_WINDOW_BATCHES batches); else a dict per global batch
+        of `batch_size`."""
+        by_length = self._sorts_by_length(False, None, True, True)
         stream = self.input_stream(input_files, batch_size, is_training=False,
-                                   pad_final_batch=True)
+                                   pad_final_batch=True, sort_by_length=by_length)
+        self._log_padding("Prediction", is_training=False)
         predict_function = self.make_predict_function(stream)
+        in_order = padding.InputOrder(input_pipeline.RECORD_INDEX)
         while True:
             try:
                 batch = predict_function()
             except tf.errors.OutOfRangeError:
-                return
+                break
             except tf.errors.DataLossError as e:
                 raise InputError(
                     f"corrupted record in the predict input files: {first_line(e)}") from None
-            yield {k: v.numpy() for k, v in batch.items()}
+            batch = self._host_outputs(batch)
+            if not by_length:
+                yield batch
+                continue
+            rows = in_order.add(batch)
+            if rows is not None:
+                del rows[input_pipeline.RECORD_INDEX]
+                yield rows
+        if in_order.pending:
+            raise AssertionError(f"{in_order.pending} predictions out of input order")
+
+    def _host_outputs(self, batch):
+        """numpy values of an eval/predict batch, the task's sequence outputs padded back to
+        max_seq_length."""
+        values = {k: v.numpy() for k, v in batch.items()}
+        for key, fill in self.task.sequence_outputs.items():
+            if key in values and values[key].ndim >= 2:
+                values[key] = padding.pad_back(values[key], self.task.max_seq_length, fill)
+        return values
+
+    @staticmethod
+    def _input_order_batches(batches, batch_size):
+        """Per-example eval outputs computed in length order -> the batches of `batch_size`
+        records in input order that an eval in input order makes (without the rows that pad
+        the last batch), for the task's `finalize_eval`."""
+        in_order = padding.InputOrder(input_pipeline.RECORD_INDEX)
+        rows = [r for r in (in_order.add(b) for b in batches) if r is not None]
+        if in_order.pending:
+            raise AssertionError(f"{in_order.pending} eval outputs out of input order")
+        if not rows:
+            return []
+        rows = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]
+                if k != input_pipeline.RECORD_INDEX}
+        count = len(next(iter(rows.values())))
+        return [{k: v[start:start + batch_size] for k, v in rows.items()}
+                for start in range(0, count, batch_size)]
