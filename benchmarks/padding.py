@@ -52,7 +52,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from common import BERT_BASE, REPO, machine_header, print_table  # noqa: E402
+from common import BERT_BASE, REPO, call_timings, machine_header, print_table  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -71,7 +71,7 @@ PARTS = ("training", "prediction", "extract_features", "export")
 SQUAD_QUERY_LENGTH = 12  # question pieces of a generated SQuAD window (+ [CLS] and two [SEP])
 
 
-# --- data --------------------------------------------------------------------------------------
+# --- data -----------------------------------------------------------------------------------------
 
 def sample_lengths(set_name, count, max_seq_length, seed):
     """`count` lengths drawn from the histogram `set_name` of lengths.json, capped."""
@@ -168,7 +168,7 @@ def batches_of(features, batch_size, count):
             for b in range(count)]
 
 
-# --- ours ----------------------------------------------------------------------------------------
+# --- ours -----------------------------------------------------------------------------------------
 
 def our_task(task, max_seq_length):
     from bert_tf.tasks.classification import ClassificationTask
@@ -356,7 +356,7 @@ def time_keras_hub(config_dict, batches, max_seq_length):
 
 # --- extract_features and the export --------------------------------------------------------------
 
-def extract_features_rows(args, words, config_file, checkpoint, layers_note):
+def extract_features_rows(args, words, config_file, checkpoint):
     """[(name, seconds)] of extract_features on MRPC-like lines, each side in its own process
     (benchmarks/extract_features.py's runner)."""
     rng = random.Random(3)
@@ -387,18 +387,11 @@ def extract_features_rows(args, words, config_file, checkpoint, layers_note):
         if result.returncode:
             sys.exit(f"extract_features {name} failed:\n{result.stderr[-3000:]}")
         rows.append((name, json.loads(result.stdout.strip().splitlines()[-1])["seconds"]))
-    return rows, f"{args.extract_lines} lines, mean {lengths.mean():.0f} pieces{layers_note}"
+    return rows, f"{args.extract_lines} lines, mean {lengths.mean():.0f} pieces"
 
 
 def _request_timings(call, seconds):
-    call()
-    call()
-    times, start = [], time.perf_counter()
-    while time.perf_counter() - start < seconds or len(times) < 5:
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return float(np.median(call_timings(call, seconds)))
 
 
 def export_rows(args, words, config, config_dict, checkpoint):
@@ -451,7 +444,7 @@ def export_rows(args, words, config, config_dict, checkpoint):
     return rows
 
 
-# --- main -------------------------------------------------------------------------------------------
+# --- main -----------------------------------------------------------------------------------------
 
 def _ratio(baseline, seconds):
     return f"{baseline / seconds:.2f}x" if baseline and seconds else "-"
@@ -480,11 +473,8 @@ def main():
     args.work_dir = args.work_dir or work.name
     os.makedirs(args.work_dir, exist_ok=True)
 
-    import tensorflow as tf
-
     from bert_tf.checkpoints import save_original_checkpoint
     from bert_tf.config import BertConfig
-    from bert_tf.encoder import BertModel
 
     config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
     config = BertConfig.from_dict(config_dict)
@@ -557,7 +547,7 @@ def main():
         config.to_json_file(config_file)
         del model
     if "extract_features" in parts:
-        rows, note = extract_features_rows(args, words, config_file, checkpoint, "")
+        rows, note = extract_features_rows(args, words, config_file, checkpoint)
         for name, seconds in rows:
             results.append(("extract_features", "-", 32, name, seconds, note))
             print(results[-1], flush=True)
@@ -576,7 +566,6 @@ def main():
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print_table(["part", "task", "batch", "implementation",
                  "seconds (sum; export: per request)", "speed-up vs original", "data"], table)
-    del tf
     if work is not None:
         work.cleanup()
 
