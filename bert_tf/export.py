@@ -4,8 +4,7 @@
         --checkpoint=DIR_OR_PREFIX --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
         --do_lower_case=true --output_dir=EXPORT_DIR [--max_seq_length=128] [--labels=a,b,c]
         [--dynamic_padding=true] [SQuAD: --doc_stride --max_query_length --max_answer_length
-         --n_best_size
-         --version_2_with_negative --null_score_diff_threshold]
+         --n_best_size --version_2_with_negative --null_score_diff_threshold]
 
 Tokenization runs in the graph (`bert_tf.serving_inputs.ServingInputs`, ids equal to
 FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answers in a process
