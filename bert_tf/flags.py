@@ -84,8 +84,8 @@ def define_trainer_flags(shuffle_buffer_size=100):
                          "most max_seq_length / padding_width shapes are traced or compiled.")
     flags.DEFINE_bool("group_by_length", False,
                       "Training batches of similar lengths: windows of 50 steps of the "
-                      "shuffled stream sorted by length, the batches in random order. Every "
-                      "record still once, but not in the original's batches (another "
+                      "shuffled stream sorted by length, the batches in random order. The "
+                      "same records as without it, but not in the original's batches (another "
                       "trajectory); fewer padded positions with --dynamic_padding.")
     flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
                        "fp16 only: the first dynamic loss scale (halved on each overflow, "

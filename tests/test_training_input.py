@@ -96,20 +96,25 @@ def test_eval_stream_is_in_order_once_and_drops_the_remainder(records):
     assert len(list(d)) == 2  # 20 records -> 2 whole batches
 
 
-def test_stream_position_round_trips_through_a_checkpoint(tmp_path, records):
-    strategy = tf.distribute.get_strategy()
-
+def assert_position_round_trips(tmp_path, records, skip, take, **stream_args):
+    """A stream's position saved after `skip` batches, restored into a new stream: the next
+    `take` batches are those the first stream gives."""
     def stream():
-        return InputStream(strategy, [records], 16, 3, 4, is_training=True, seed=5)
+        return InputStream(tf.distribute.get_strategy(), [records], 16, 3, 4,
+                           is_training=True, seed=5, **stream_args)
 
     a = stream()
-    for _ in range(3):
+    for _ in range(skip):
         a.get_next()
     tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
-    expected = [first_ids(a.get_next()) for _ in range(4)]
+    expected = [first_ids(a.get_next()) for _ in range(take)]
     b = stream()
     tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos"))
-    assert [first_ids(b.get_next()) for _ in range(4)] == expected
+    assert [first_ids(b.get_next()) for _ in range(take)] == expected
+
+
+def test_stream_position_round_trips_through_a_checkpoint(tmp_path, records):
+    assert_position_round_trips(tmp_path, records, 3, 4)
 
 
 def test_batch_must_split_over_replicas(records):
@@ -174,21 +179,9 @@ def test_group_by_length_permutes_each_window_of_the_shuffled_stream(monkeypatch
 def test_group_by_length_position_round_trips_through_a_checkpoint(tmp_path, monkeypatch,
                                                                    records):
     monkeypatch.setattr(input_pipeline, "GROUP_WINDOW_STEPS", 4)
-    strategy = tf.distribute.get_strategy()
-
-    def stream():
-        return InputStream(strategy, [records], 16, 3, 4, is_training=True, seed=5,
-                           group_by_length=True, sequence_keys=("input_ids", "input_mask"),
-                           padding_width=4)
-
-    a = stream()
-    for _ in range(6):  # into the second window
-        a.get_next()
-    tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
-    expected = [keys_of(a.get_next()) for _ in range(6)]
-    b = stream()
-    tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos"))
-    assert [keys_of(b.get_next()) for _ in range(6)] == expected
+    # 6 batches: into the second window.
+    assert_position_round_trips(tmp_path, records, 6, 6, group_by_length=True,
+                                sequence_keys=("input_ids", "input_mask"), padding_width=4)
 
 
 def test_stream_cuts_batches_to_their_longest_rounded_up(records):

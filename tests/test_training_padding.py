@@ -129,7 +129,7 @@ class LengthRecordingTask(PretrainingTask):
         return losses
 
 
-@pytest.mark.slow  # about 20 s: 16 steps, with and without XLA
+@pytest.mark.slow  # a trainer, 16 steps and 16 eval batches (with XLA: compiles 3-4 shapes)
 @pytest.mark.parametrize("use_xla", [False, True])
 def test_training_on_varied_lengths_traces_once_and_computes_a_bounded_set_of_shapes(
         tmp_path, use_xla):
@@ -158,3 +158,36 @@ def test_training_on_varied_lengths_traces_once_and_computes_a_bounded_set_of_sh
     for _ in range(16):
         eval_step()
     assert eval_step.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.slow  # two tiny trainers, 4 steps each
+def test_pretraining_on_cut_batches_equals_the_padded_run(tmp_path):
+    """Masked LM + next sentence on records of 6 to 32 pieces: 4 steps on batches cut to
+    multiples of 8 give the losses and weights of batches at max_seq_length (dropout 0)."""
+    path = write_records(tmp_path / "varied.tfrecord", 64, max_seq_length=32, seed=3)
+    config = BertConfig.from_dict(dict(TINY_CONFIG, hidden_dropout_prob=0.0,
+                                       attention_probs_dropout_prob=0.0))
+    runs = {}
+    for dynamic_padding in (False, True):
+        trainer = Trainer(config, LengthRecordingTask(32, 3), TrainerOptions(
+            output_dir=str(tmp_path / str(dynamic_padding)), train_batch_size=4,
+            shuffle_buffer_size=0, padding_width=8, dynamic_padding=dynamic_padding,
+            learning_rate=1e-3, num_train_steps=100, num_warmup_steps=0))
+        values = trainer.make_train_function(
+            trainer.input_stream([path], 4, is_training=True))(tf.constant(4))
+        runs[dynamic_padding] = values, {v.path: v.numpy() for v in trainer.model.weights}
+    (padded, padded_weights), (cut, cut_weights) = runs[False], runs[True]
+    assert padded["sequence_length"].numpy().tolist() == [32] * 4
+    assert min(cut["sequence_length"].numpy()) < 32
+    for key in PretrainingTask.step_keys:
+        np.testing.assert_allclose(cut[key].numpy(), padded[key].numpy(), rtol=1e-5,
+                                   err_msg=key)
+    # The key biases' gradient is 0 in real arithmetic (softmax is shift-invariant): Adam
+    # (no bias correction, as the original's) turns rounding noise into steps of the learning
+    # rate's size: |m_t| / sqrt(v_t) <= 0.1 / sqrt(0.001) * sqrt(sum_j<t (0.81 / 0.999)^j)
+    # (Cauchy-Schwarz), 17.9 learning rates over 4 steps, in each run.
+    noise = 2 * 17.9 * 1e-3
+    for name, value in padded_weights.items():
+        atol = noise if "key/bias" in name else 1e-6
+        np.testing.assert_allclose(cut_weights[name], value, rtol=1e-5, atol=atol,
+                                   err_msg=name)

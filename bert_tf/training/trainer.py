@@ -767,12 +767,12 @@ class Trainer:
                 and not isinstance(self.strategy, tf.distribute.TPUStrategy)
                 and (self.task.cut_training_batches or not is_training))
 
-    def _sorts_by_length(self, is_training, max_batches, pad_final_batch, per_example):
+    def _sorts_by_length(self, max_batches, pad_final_batch, per_example):
         """Whether eval/predict runs the records in length order: with dynamic padding, on one
         worker (the outputs of every record come back to it), over all the records, when the
         outputs are per-example (`per_example`)."""
-        return (not is_training and self._cuts_batches(False) and self.num_workers == 1
-                and max_batches is None and pad_final_batch and per_example)
+        return (self._cuts_batches(False) and self.num_workers == 1 and max_batches is None
+                and pad_final_batch and per_example)
 
     def _log_padding(self, what, is_training):
         opts = self.options
@@ -849,7 +849,7 @@ class Trainer:
         Writes output_dir/`results_file` (chief; not with results_file=None) and returns the
         results dict."""
         opts = self.options
-        by_length = self._sorts_by_length(False, max_batches, pad_final_batch,
+        by_length = self._sorts_by_length(max_batches, pad_final_batch,
                                           self.task.eval_by_length)
         stream = self.input_stream(input_files, opts.eval_batch_size, is_training=False,
                                    max_batches=max_batches, pad_final_batch=pad_final_batch,
@@ -906,7 +906,7 @@ class Trainer:
         their longest, and come back in input order, a dict per run of records (up to a
         window of input_pipeline.SORT_WINDOW_BATCHES batches); else a dict per global batch
         of `batch_size`."""
-        by_length = self._sorts_by_length(False, None, True, True)
+        by_length = self._sorts_by_length(None, True, True)
         stream = self.input_stream(input_files, batch_size, is_training=False,
                                    pad_final_batch=True, sort_by_length=by_length)
         self._log_padding("Prediction", is_training=False)
