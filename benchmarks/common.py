@@ -119,6 +119,21 @@ def cpu_description():
 
 # --- training steps: ours (the Trainer's) and the original's (a tf.compat.v1 graph) ------------
 
+def call_timings(call, seconds):
+    """Seconds per call of `call` (numpy array), for at least `seconds` of calls and 5 calls,
+    after two warm-up calls."""
+    import numpy as np
+
+    call()
+    call()
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(times) < 5:
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return np.array(times)
+
+
 def time_interleaved(step_fns, steps, warmup_steps):
     """{name: (median, fastest) seconds per call} of the callables in `step_fns`, after
     `warmup_steps` calls of each, timed in turns (one call of each per round) so that a change

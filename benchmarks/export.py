@@ -19,7 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import BERT_BASE, REPO, print_machine_header, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, REPO, call_timings, print_machine_header, print_table,
+)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -39,18 +41,6 @@ SENTENCES = [
     "She bought three gallons of milk and a loaf of sourdough bread at the market.",
     "Researchers reported that the new vaccine was effective in most of the trials.",
 ]
-
-
-def _timings(call, seconds):
-    """Seconds per call, for at least `seconds` of calls (after two warm-up calls)."""
-    call()
-    call()
-    times, start = [], time.perf_counter()
-    while time.perf_counter() - start < seconds or len(times) < 5:
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return np.array(times)
 
 
 def _features(tokenizer, texts, seq_length):
@@ -105,7 +95,7 @@ def main():
 
             for name, call in (("export (strings in)", exported),
                                ("Python path: FullTokenizer + model", python_path)):
-                times = _timings(call, args.seconds)
+                times = call_timings(call, args.seconds)
                 rows.append([batch, name, f"{np.median(times) * 1e3:.1f}",
                              f"{np.percentile(times, 90) * 1e3:.1f}",
                              f"{batch / np.median(times):.1f}"])

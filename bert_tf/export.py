@@ -3,8 +3,8 @@
     python -m bert_tf.export --task=classifier|squad|tagging|features \\
         --checkpoint=DIR_OR_PREFIX --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
         --do_lower_case=true --output_dir=EXPORT_DIR [--max_seq_length=128] [--labels=a,b,c]
-        [SQuAD: --doc_stride --max_query_length --max_answer_length --n_best_size
-         --version_2_with_negative --null_score_diff_threshold]
+        [--dynamic_padding=true] [SQuAD: --doc_stride --max_query_length --max_answer_length
+         --n_best_size --version_2_with_negative --null_score_diff_threshold]
 
 Tokenization runs in the graph (`bert_tf.serving_inputs.ServingInputs`, ids equal to
 FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answers in a process
@@ -18,7 +18,9 @@ tf.string [N], a batch):
               label_id int32 [N]; an empty text_b is a single text. `single(text_a)` -> the
               same. `labels` (attribute) is the string [C] constant of label names.
   features    serving_default(text_a, text_b) -> input_ids, input_mask int32 [N, S] and layers
-              float32 [N, S, len(--layers), H] (the chosen encoder layers, in --layers order).
+              float32 [N, S, len(--layers), H] (the chosen encoder layers, in --layers order;
+              S = the batch's longest input rounded up to 16, or max_seq_length with
+              --dynamic_padding=false).
   tagging     serving_default(text) -> tags string [N, W] (one tag per whitespace word, as
               run_tagging.py: that of its first piece in the window of max_seq_length giving
               it the most context, windows advancing by --doc_stride; "O" for a word without
@@ -29,6 +31,10 @@ tf.string [N], a batch):
               null_score_diff float64 [N] (its null_odds.json value; the answer is "" above
               --null_score_diff_threshold). See `SquadExport`.
 
+A batch runs at its longest sequence (window) rounded up to a multiple of 16 positions, not at
+max_seq_length (`--dynamic_padding=false` keeps max_seq_length and static shapes, e.g. for
+XLA or TPU serving); answers do not depend on the other requests of a batch.
+
 The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length", ...})
 for `bert_tf.predict`.
 """
@@ -36,6 +42,7 @@ for `bert_tf.predict`.
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
@@ -225,6 +232,13 @@ class SquadExport(tf.Module):
     the window's null span and precedes it in the stable sort). The answer is therefore the
     script's for the same logits; it can differ only where two candidates score equal, or
     nearly so, and the export's logits differ from another run of the model in the last bits.
+
+    The n best start and end positions of a window are taken among its real positions, so
+    that they do not depend on how far the window's batch is padded (see `ServingInputs`):
+    the script ranks the logits of all max_seq_length positions, padding included, so where a
+    padding position ranks among a window's n_best_size largest logits (a fine-tuned model
+    pushes their logits far down: its loss has them in the softmax) it considers one real
+    position fewer, which can only leave it a lower-scoring span.
     """
 
     def __init__(self, model, inputs, vocab, max_query_length=64, doc_stride=128,
@@ -266,12 +280,12 @@ class SquadExport(tf.Module):
             tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._sep_id), ones),
         ], axis=1)
         offset = tf.gather(query_length, example) + 2  # model position of the first doc piece
-        positions = tf.range(seq_length, dtype=tf.int64)[None, :]
+        padded = self.inputs.padded_length(ids)  # S: max_seq_length, or the longest window's
+        positions = tf.range(padded, dtype=tf.int64)[None, :]
         in_doc = (positions >= offset[:, None]) & (positions < (offset + length)[:, None])
-        shape = [None, seq_length]
         features = {
-            "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
-            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(0, shape=shape),
+            "input_ids": tf.cast(self.inputs.padded(ids, 0, padded), tf.int32),
+            "input_mask": self.inputs.padded(tf.ones_like(ids, tf.int32), 0, padded),
             "segment_ids": tf.cast(in_doc | (positions == (offset + length)[:, None]), tf.int32),
         }
         piece = start[:, None] + positions - offset[:, None]  # [W, S], within the document
@@ -286,12 +300,17 @@ class SquadExport(tf.Module):
         features, example, valid_end, valid_start, word_of_position, words = self._windows(
             question, context)
         outputs = self.model(features, training=False)
-        start_logits = tf.cast(outputs["start_logits"], tf.float64)
-        end_logits = tf.cast(outputs["end_logits"], tf.float64)
-        k = min(self.n_best_size, self.inputs.max_seq_length)
+        # Padding is never a candidate; -inf keeps it out of the n best, so that a window's
+        # candidates do not depend on how far its batch is padded (see class docstring).
+        real = features["input_mask"] > 0
+        start_logits = tf.where(real, tf.cast(outputs["start_logits"], tf.float64), -np.inf)
+        end_logits = tf.where(real, tf.cast(outputs["end_logits"], tf.float64), -np.inf)
+        padded = tf.shape(features["input_ids"], out_type=tf.int64)[1]
+        k = tf.minimum(tf.cast(self.n_best_size, tf.int64), padded)
+        k32 = tf.cast(k, tf.int32)
         # top_k puts equal values in index order, like the script's stable sort.
-        start_top, start_index = tf.math.top_k(start_logits, k)
-        end_top, end_index = tf.math.top_k(end_logits, k)
+        start_top, start_index = tf.math.top_k(start_logits, k32)
+        end_top, end_index = tf.math.top_k(end_logits, k32)
         ok = (tf.gather(valid_start, start_index, batch_dims=1)[:, :, None]
               & tf.gather(valid_end, end_index, batch_dims=1)[:, None, :])
         span = end_index[:, None, :] - start_index[:, :, None]
@@ -330,7 +349,7 @@ class SquadExport(tf.Module):
         positions = tf.ragged.range(tf.cast(start_position, tf.int64),
                                     tf.cast(end_position, tf.int64) + 1)
         input_ids = tf.reshape(tf.pad(features["input_ids"], [[0, 1], [0, 0]]), [-1])
-        pred_ids = tf.gather(input_ids, positions + window[:, None] * self.inputs.max_seq_length)
+        pred_ids = tf.gather(input_ids, positions + window[:, None] * padded)
         text = self.final_text(self.pred_text(pred_ids), orig_text)
         start_logit = tf.where(has_answer, pick(start_top, start_rank), 0.0)
         end_logit = tf.where(has_answer, pick(end_top, end_rank), 0.0)
@@ -465,7 +484,8 @@ def read_labels(labels_flag, checkpoint):
 def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_seq_length=128,
                  labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=None,
                  n_best_size=20, max_answer_length=30, tokenizer=None,
-                 version_2_with_negative=False, null_score_diff_threshold=0.0):
+                 version_2_with_negative=False, null_score_diff_threshold=0.0,
+                 dynamic_padding=True):
     """The export module of `task` with the checkpoint's weights.
 
     Args:
@@ -480,6 +500,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       max_query_length, n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold: SQuAD, run_squad.py's flags.
       tokenizer: an existing `TokenizerModule` for the vocab (building one takes seconds).
+      dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
     Returns:
       (module, info dict for bert_tf_export.json).
     """
@@ -507,7 +528,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     vocab = tokenization.load_vocab(vocab_file)
     try:
         inputs = ServingInputs(vocab, do_lower_case, max_seq_length, doc_stride,
-                               tokenizer=tokenizer)
+                               tokenizer=tokenizer, dynamic_padding=dynamic_padding)
     except ValueError as e:
         raise ExportError(f"--vocab_file={vocab_file}: {e}") from None
     hidden = config.hidden_size
@@ -519,7 +540,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
                 "squad": lambda: SpanHead(hidden)}[task]()
         model = BertTaskModel(config, head)
     load_original_checkpoint(model, checkpoint)
-    info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case}
+    info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
+            "dynamic_padding": bool(dynamic_padding)}
     if task == "classifier":
         module = ClassifierExport(model, inputs, labels)
         info["labels"] = list(labels)
@@ -568,6 +590,8 @@ def _define_flags():
     flags.DEFINE_bool("do_lower_case", True, "False for cased models.")
     flags.DEFINE_string("output_dir", None, "Directory to write the SavedModel to.")
     flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example ([CLS]/[SEP] included).")
+    flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
+                      "up to 16 positions; false: always at max_seq_length (static shapes).")
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")
@@ -602,7 +626,8 @@ def main(argv):
             FLAGS.max_seq_length, labels, FLAGS.layers, FLAGS.max_query_length,
             FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length,
             version_2_with_negative=FLAGS.version_2_with_negative,
-            null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+            null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+            dynamic_padding=FLAGS.dynamic_padding)
         save_export(module, info, FLAGS.output_dir)
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None

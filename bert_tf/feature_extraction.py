@@ -13,8 +13,11 @@ index as given, negative counting from the last layer), each value `round(float(
 by `json.dumps` (", " and ": " separators, ASCII escapes): byte for byte the original's format.
 
 Differences from the original, none of which changes the output:
-* each batch is run only up to its longest example rather than max_seq_length (padding is
-  masked out of attention, so real tokens get the same vectors up to float rounding);
+* with `dynamic_padding` (the default; `--dynamic_padding=false` runs as the original), the
+  lines are sorted by length into batches and each batch is run only up to its longest line
+  (rounded up to 16 positions) rather than max_seq_length, the lines being written back in input
+  order (padding is masked out of attention, so real tokens get the same vectors up to float
+  rounding);
 * the values are formatted by vectorised integer arithmetic that gives exactly the text of
   `json.dumps(round(float(x), 6))` (see `format_value_rows`);
 * errors the original hits deep inside TensorFlow (a `--layers` entry out of range, a sequence
@@ -197,10 +200,16 @@ def build_model(config, init_checkpoint, mixed_precision="none"):
     return model
 
 
-def _batches(features, batch_size):
-    """Yields the features as dicts of int32 arrays [b, max_seq_length], in order."""
-    for begin in range(0, len(features), batch_size):
-        chunk = features[begin:begin + batch_size]
+# Outputs computed out of input order wait in memory until the lines before them are written;
+# the examples are sorted by length in windows whose vectors take at most about this many bytes
+# (float32), e.g. ~650 lines of 50 tokens with BERT-Base's four layers of 768 values.
+SORT_WINDOW_BYTES = 512 * 2**20
+
+
+def _batches(features, batch_size, order):
+    """Yields the features in `order` as dicts of int32 arrays [b, max_seq_length]."""
+    for begin in range(0, len(order), batch_size):
+        chunk = [features[i] for i in order[begin:begin + batch_size]]
         yield {
             "input_ids": np.asarray([f.input_ids for f in chunk], np.int32),
             "input_mask": np.asarray([f.input_mask for f in chunk], np.int32),
@@ -208,12 +217,37 @@ def _batches(features, batch_size):
         }
 
 
-def extract_layers(model, features, layer_indexes, batch_size, strategy=None):
+def inference_order(features, batch_size, values_per_token, dynamic_padding=True,
+                    window_bytes=SORT_WINDOW_BYTES):
+    """The order the model runs the features in: by length, longest first, within windows of
+    about `window_bytes` of float32 outputs (a multiple of `batch_size` lines each), so that
+    each batch holds lines of similar length; the input order without `dynamic_padding`.
+
+    Returns: int64 array [len(features)], a permutation (see `padding.length_order`).
+    """
+    from bert_tf.training import padding
+
+    lengths = [len(f.tokens) for f in features]
+    if not dynamic_padding:
+        return np.arange(len(lengths), dtype=np.int64)
+    windows = padding.windows_of([4 * n * values_per_token for n in lengths], window_bytes,
+                                 batch_size)
+    return padding.length_order(lengths, windows)[0]
+
+
+def extract_layers(model, features, layer_indexes, batch_size, strategy=None,
+                   dynamic_padding=True, window_bytes=SORT_WINDOW_BYTES):
     """Runs the encoder over `features` and yields, in input order, one array per example.
 
-    Batches go through `tf.data` and `strategy` (default: TensorFlow's default strategy); each
-    replica runs its part of a batch only up to that part's longest example. The batches are
-    built on the host by a Python generator (`Dataset.from_generator`), so the features of a
+    With `dynamic_padding` (the default) the lines are sorted by length into batches
+    (`inference_order`) and each replica runs its part of a batch only up to that part's
+    longest line, rounded up to `padding.DEFAULT_WIDTH` positions (bounding the shapes the
+    kernels are built for); the outputs are given back in input order. Without it every batch
+    runs at max_seq_length in input order, as the original. The vectors of real tokens are the
+    same either way up to float rounding: padding is masked out of attention.
+
+    Batches go through `tf.data` and `strategy` (default: TensorFlow's default strategy). They
+    are built on the host by a Python generator (`Dataset.from_generator`), so the features of a
     large file are never all held as tensors; TPUs cannot run such a data set.
 
     Yields:
@@ -221,31 +255,40 @@ def extract_layers(model, features, layer_indexes, batch_size, strategy=None):
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+    from bert_tf.training import padding
+
     strategy = strategy or tf.distribute.get_strategy()
     seq_length = len(features[0].input_ids) if features else 0
+    order = inference_order(features, batch_size,
+                            len(layer_indexes) * model.config.hidden_size, dynamic_padding,
+                            window_bytes)
     spec = tf.TensorSpec([None, seq_length], tf.int32)
     dataset = tf.data.Dataset.from_generator(
-        lambda: _batches(features, batch_size),
+        lambda: _batches(features, batch_size, order),
         output_signature={"input_ids": spec, "input_mask": spec, "segment_ids": spec},
     ).prefetch(2)
     dataset = strategy.experimental_distribute_dataset(dataset)
 
     def step(inputs):
-        length = tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1))
-        length = tf.maximum(length, 1)  # an empty replica part still needs a shape
-        trimmed = {name: value[:, :length] for name, value in inputs.items()}
-        layers = model(trimmed, training=False)["all_encoder_layers"]
+        if dynamic_padding:  # an empty replica part still gets a shape (one width)
+            inputs = padding.cut_batch(inputs, tuple(inputs), seq_length)
+        layers = model(inputs, training=False)["all_encoder_layers"]
         return tf.cast(tf.stack([layers[i] for i in layer_indexes], axis=1), tf.float32)
 
     run = tf.function(lambda inputs: strategy.run(step, args=(inputs,)))
-    position = 0
-    for outputs in _prefetched(strategy.experimental_local_results(run(batch))
-                               for batch in dataset):
-        for part in outputs:
-            for values in part.numpy():
-                feature = features[position]
-                yield feature, values[:, :len(feature.tokens)]
-                position += 1
+
+    def computed():
+        """The real tokens' values of each line, in `order`."""
+        position = 0
+        for outputs in _prefetched(strategy.experimental_local_results(run(batch))
+                                   for batch in dataset):
+            for part in outputs:
+                for values in part.numpy():
+                    yield values[:, :len(features[order[position]].tokens)]
+                    position += 1
+
+    for index, values in padding.in_input_order(computed(), order):
+        yield features[index], values
 
 
 def _prefetched(iterator, depth=2):
@@ -469,6 +512,7 @@ class ExtractFeaturesOptions:
     batch_size: int = 32
     mixed_precision: str = "none"
     progress_seconds: float = 30.0
+    dynamic_padding: bool = True
 
 
 def run_extract_features(options, strategy=None):
@@ -499,6 +543,7 @@ def run_extract_features(options, strategy=None):
         model = build_model(config, options.init_checkpoint, options.mixed_precision)
     features = convert_examples_to_features(examples, options.max_seq_length, tokenizer)
     logging.info("extract_features: %d lines from %s", len(features), options.input_file)
-    results = extract_layers(model, features, layer_indexes, options.batch_size, strategy)
+    results = extract_layers(model, features, layer_indexes, options.batch_size, strategy,
+                             options.dynamic_padding)
     return write_json_lines(options.output_file, results, layer_indexes, len(features),
                             options.progress_seconds)

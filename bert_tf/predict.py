@@ -1,12 +1,16 @@
 """Answer text lines with an exported SavedModel (`python -m bert_tf.predict`).
 
     python -m bert_tf.predict --export_dir=EXPORT_DIR [--input_file=F] [--output_file=O]
-        [--batch_size=32]
+        [--batch_size=32] [--sort_window=LINES]
 
 Reads UTF-8 lines from --input_file (default stdin) and writes one JSON object per line, in
 order, to --output_file (default stdout; a file is written under a temporary name and renamed
-when complete: never half-written). What a line holds depends on the export's task (its
-bert_tf_export.json):
+when complete: never half-written). Lines are read in windows of --sort_window lines (default
+32 batches, 8 for a features export, whose answers are large), sorted by length (characters, a
+proxy for word pieces) into batches, so that a batch of the export runs at about the length of
+its lines (exports pad a batch to its longest), and answered in input order once the window is
+done; --sort_window=1 answers each batch as soon as it is read. The answers do not depend on it.
+What a line holds depends on the export's task (its bert_tf_export.json):
 
   classifier, features  `text_a` or `text_a<TAB>text_b`
                         -> classifier {"label": str, "probabilities": {label: float}}
@@ -29,9 +33,13 @@ import sys
 
 from bert_tf import files
 from bert_tf.export import EXPORT_INFO_FILE
+from bert_tf.training.padding import in_input_order, length_order
 
 _FIELDS = {"classifier": ("text_a", "text_b"), "features": ("text_a", "text_b"),
            "tagging": ("text",), "squad": ("question", "context")}
+# Default --sort_window, in batches: a window's answers wait in memory until it is done.
+SORT_WINDOW_BATCHES = 32
+SORT_WINDOW_BATCHES_FEATURES = 8
 
 
 class PredictError(ValueError):
@@ -101,8 +109,12 @@ def result_rows(task, info, inputs, outputs):
     return rows
 
 
-def predict_lines(export_dir, lines, batch_size=32):
-    """Yields one JSON-ready dict per line of `lines` (an iterable of str), in order."""
+def predict_lines(export_dir, lines, batch_size=32, sort_window=None):
+    """Yields one JSON-ready dict per line of `lines` (an iterable of str), in order.
+
+    Lines are answered in windows of `sort_window` lines (default: see SORT_WINDOW_BATCHES),
+    each sorted by length into batches of `batch_size`.
+    """
     info = read_export_info(export_dir)
     task = info["task"]
     import tensorflow as tf
@@ -120,23 +132,34 @@ def predict_lines(export_dir, lines, batch_size=32):
                            f"are damaged or incomplete ({lines[0] if lines else type(e).__name__})"
                            ) from None
     names = _FIELDS[task]
-    batch = []
+    if sort_window is None:
+        sort_window = batch_size * (SORT_WINDOW_BATCHES_FEATURES if task == "features"
+                                    else SORT_WINDOW_BATCHES)
 
     def run(batch):
+        """The outputs of each input of `batch` (numpy rows: converted when written)."""
         columns = {name: tf.constant([fields[k] for fields in batch], tf.string)
                    for k, name in enumerate(names)}
         outputs = {k: v.numpy() for k, v in serve(**columns).items()}
-        return result_rows(task, info, batch, outputs)
+        return [{k: v[i:i + 1] for k, v in outputs.items()} for i in range(len(batch))]
 
+    def answer(window):
+        order, _ = length_order([sum(len(field) for field in fields) for fields in window])
+        computed = (row for begin in range(0, len(order), batch_size)
+                    for row in run([window[i] for i in order[begin:begin + batch_size]]))
+        for index, outputs in in_input_order(computed, order):
+            yield result_rows(task, info, [window[index]], outputs)[0]
+
+    window = []
     for number, line in enumerate(lines, start=1):
         if line.endswith("\n"):
             line = line[:-1]
-        batch.append(parse_line(task, line, f"line {number}"))
-        if len(batch) == batch_size:
-            yield from run(batch)
-            batch = []
-    if batch:
-        yield from run(batch)
+        window.append(parse_line(task, line, f"line {number}"))
+        if len(window) >= max(sort_window, batch_size):
+            yield from answer(window)
+            window = []
+    if window:
+        yield from answer(window)
 
 
 def main(argv=None):
@@ -146,9 +169,14 @@ def main(argv=None):
     parser.add_argument("--input_file", default=None, help="default: stdin")
     parser.add_argument("--output_file", default=None, help="default: stdout")
     parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--sort_window", type=int, default=None,
+                        help="lines sorted by length together (default: 32 batches, 8 for a "
+                             "features export); 1: answer each batch as soon as it is read")
     args = parser.parse_args(argv)
-    if args.batch_size <= 0:
-        parser.error(f"--batch_size={args.batch_size}: expected a positive number")
+    for name in ("batch_size", "sort_window"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            parser.error(f"--{name}={value}: expected a positive number")
     source_name = args.input_file or "stdin"
     try:
         source = (open(args.input_file, encoding="utf-8", newline="\n") if args.input_file
@@ -159,7 +187,7 @@ def main(argv=None):
             else contextlib.nullcontext(sys.stdout))
     try:
         with sink as out:  # a file is renamed to --output_file only once complete
-            for row in predict_lines(args.export_dir, source, args.batch_size):
+            for row in predict_lines(args.export_dir, source, args.batch_size, args.sort_window):
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
     except (PredictError, UnicodeDecodeError) as e:
         raise SystemExit(f"bert_tf.predict: {source_name}: {e}") from None

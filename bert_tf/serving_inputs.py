@@ -11,8 +11,7 @@ constant, so a SavedModel that contains it needs only `tensorflow` to run (plain
 `saved_model_cli run` works).
 
 Functions (all tf.function with fixed signatures, so they export as SavedModel signatures):
-  pairs(text_a [N], text_b [N])   -> dict of int32 [N, max_seq_length]: input_ids, input_mask,
-                                     segment_ids;
+  pairs(text_a [N], text_b [N])   -> dict of int32 [N, S]: input_ids, input_mask, segment_ids;
   single(text_a [N])              -> the same for single texts;
   words(text_a [N])               -> the windows of every text, for token classification
                                      (one tag per whitespace word), K windows in all, in text
@@ -20,8 +19,12 @@ Functions (all tf.function with fixed signatures, so they export as SavedModel s
                                      within its text of the word each piece comes from, -1 for
                                      [CLS], [SEP] and padding) and tag_position (1 where the
                                      window's prediction is the tag of that word) int32
-                                     [K, max_seq_length]; text_index int32 [K] (the text of
-                                     each window); num_words int32 [N].
+                                     [K, S]; text_index int32 [K] (the text of each window);
+                                     num_words int32 [N].
+S, the padded length, is max_seq_length with `dynamic_padding=False`; by default it is the
+batch's longest sequence rounded up to a multiple of `bert_tf.training.padding.DEFAULT_WIDTH`
+(`padded_length`), so that a short request costs a short forward pass (the layout of every
+sequence, truncation included, is max_seq_length's either way).
 Words are the original BasicTokenizer's whitespace-separated words: control and format
 characters (which its cleaning drops) are removed first, then the text is split at its
 whitespace (`str.isspace` or category Zs), so tokenizing word by word gives exactly the pieces of
@@ -37,6 +40,7 @@ import tensorflow as tf
 from bert_tf import tokenization
 from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN
 from bert_tf.fast_tokenization import TokenizerModule
+from bert_tf.training.padding import padded_length
 from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
 
@@ -117,10 +121,12 @@ class ServingInputs(tf.Module):
       tokenizer: an existing TokenizerModule for `vocab` (building one takes seconds); pass
         one built with `core_ops=True` (the default) to keep the SavedModel free of
         tensorflow-text ops.
+      dynamic_padding: pad a batch to its longest sequence rounded up (see module docstring)
+        rather than to max_seq_length.
     """
 
     def __init__(self, vocab, do_lower_case=True, max_seq_length=128, doc_stride=128,
-                 tokenizer=None, name="serving_inputs"):
+                 tokenizer=None, dynamic_padding=True, name="serving_inputs"):
         super().__init__(name=name)
         missing = [t for t in (CLS_TOKEN, SEP_TOKEN) if t not in vocab]
         if missing:
@@ -131,6 +137,7 @@ class ServingInputs(tf.Module):
             raise ValueError(f"ServingInputs: doc_stride={doc_stride}, must be >= 1")
         self.max_seq_length = int(max_seq_length)
         self.doc_stride = int(doc_stride)
+        self.dynamic_padding = bool(dynamic_padding)
         # Core TensorFlow ops only, so that a SavedModel holding this module needs nothing
         # but `tensorflow` (plain `saved_model_cli run` works).
         self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case,
@@ -139,6 +146,22 @@ class ServingInputs(tf.Module):
         self._sep_id = int(vocab[SEP_TOKEN])
         self._removed = _character_class(_removed)
         self._separators = _character_class(_separator) + "+"
+
+    def padded_length(self, rows):
+        """The length S the sequences `rows` (ragged [N, None], at most max_seq_length each)
+        are padded to: int32 scalar tensor, or max_seq_length without dynamic padding."""
+        if not self.dynamic_padding:
+            return self.max_seq_length
+        lengths = tf.cast(rows.row_lengths(), tf.int32)
+        return padded_length(tf.reduce_max(tf.concat([lengths, [0]], 0)), self.max_seq_length)
+
+    @staticmethod
+    def padded(rows, value, length):
+        """ragged [N, None] -> dense [N, length], `value` after each row (`length`: an int,
+        kept in the static shape, or an int32 scalar tensor)."""
+        if isinstance(length, int):
+            return rows.to_tensor(value, shape=[None, length])
+        return rows.to_tensor(value, shape=tf.stack([tf.cast(rows.nrows(), tf.int32), length]))
 
     def _layout(self, ids_a, ids_b):
         """ids_a, ids_b: ragged int64 [N, None] (b rows may be empty) -> the feature dict."""
@@ -156,29 +179,29 @@ class ServingInputs(tf.Module):
             _filled(sep_b, self._sep_id, tf.int64)], axis=1)
         segments = tf.concat([_filled(keep_a + 2, 0, tf.int32),
                               _filled(keep_b + sep_b, 1, tf.int32)], axis=1)
-        shape = [None, self.max_seq_length]
+        length = self.padded_length(ids)
         return {
-            "input_ids": tf.cast(ids.to_tensor(0, shape=shape), tf.int32),
-            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(0, shape=shape),
-            "segment_ids": segments.to_tensor(0, shape=shape),
+            "input_ids": tf.cast(self.padded(ids, 0, length), tf.int32),
+            "input_mask": self.padded(tf.ones_like(ids, tf.int32), 0, length),
+            "segment_ids": self.padded(segments, 0, length),
         }
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string),
                                   tf.TensorSpec([None], tf.string)])
     def pairs(self, text_a, text_b):
-        """text_a, text_b: tf.string [N] -> dict of int32 [N, max_seq_length]."""
+        """text_a, text_b: tf.string [N] -> dict of int32 [N, S]."""
         return self._layout(self.tokenizer(text_a), self.tokenizer(text_b))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def single(self, text_a):
-        """text_a: tf.string [N] -> dict of int32 [N, max_seq_length]."""
+        """text_a: tf.string [N] -> dict of int32 [N, S]."""
         ids = self.tokenizer(text_a)
         return self._layout(ids, _empty_rows(ids.nrows()))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def words(self, text_a):
         """text_a: tf.string [N] -> dict: input_ids, input_mask, segment_ids, word_ids,
-        tag_position int32 [K, max_seq_length], text_index int32 [K], num_words int32 [N]
+        tag_position int32 [K, S], text_index int32 [K], num_words int32 [N]
         (K windows in all; see module docstring)."""
         # The words of the original's whitespace split: cleaning drops control characters
         # (so they join their neighbours) and its whitespace separates words.
@@ -200,17 +223,17 @@ class ServingInputs(tf.Module):
         ids = framed(tf.gather(pieces.flat_values, held), self._cls_id, self._sep_id)
         word_ids = framed(tf.cast(tf.gather(word_of_piece, held), tf.int32), -1, -1)
         firsts = framed(tf.gather(is_first, held), False, False)
-        position = tf.range(seq_length, dtype=tf.int64)[None, :]
+        padded = self.padded_length(ids)
+        position = tf.range(padded, dtype=tf.int64)[None, :]
         # Position p of a window holds its piece start + p - 1 ([CLS] comes first).
         chosen = max_context(example, start, length, start[:, None] + position - 1)
-        shape = [None, seq_length]
-        input_ids = tf.cast(ids.to_tensor(0, shape=shape), tf.int32)
+        input_ids = tf.cast(self.padded(ids, 0, padded), tf.int32)
         return {
             "input_ids": input_ids,
-            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(0, shape=shape),
+            "input_mask": self.padded(tf.ones_like(ids, tf.int32), 0, padded),
             "segment_ids": tf.zeros_like(input_ids),
-            "word_ids": word_ids.to_tensor(-1, shape=shape),
-            "tag_position": tf.cast(firsts.to_tensor(False, shape=shape) & chosen, tf.int32),
+            "word_ids": self.padded(word_ids, -1, padded),
+            "tag_position": tf.cast(self.padded(firsts, False, padded) & chosen, tf.int32),
             "text_index": tf.cast(example, tf.int32),
             "num_words": tf.cast(words.row_lengths(), tf.int32),
         }

@@ -218,7 +218,10 @@ def test_tagging_equals_run_taggings_windows(exports, served, golden):
 @pytest.fixture(scope="module")
 def squad_python(exports, golden):
     """The Python path on SQUAD_QUESTIONS / SQUAD_CONTEXTS: (examples, features, results) from
-    bert_tf.data.squad and the squad model's logits."""
+    bert_tf.data.squad and the squad model's logits, -inf at padding: the export takes a
+    window's n best among its real positions, where run_squad.py ranks padding too (this
+    random head gives padding large logits, which would crowd real positions out; see
+    `export.SquadExport`)."""
     tokenizer = golden[3]
     model = exports["squad"][0]
     examples = [SquadExample(str(i), q, split_context(c)[0])
@@ -230,7 +233,9 @@ def squad_python(exports, golden):
     inputs = {name: tf.constant([getattr(f, name) for f in features], tf.int32)
               for name in ("input_ids", "input_mask", "segment_ids")}
     outputs = model(inputs)
-    starts, ends = outputs["start_logits"].numpy(), outputs["end_logits"].numpy()
+    real = inputs["input_mask"].numpy() > 0
+    starts, ends = (np.where(real, outputs[name].numpy(), -np.inf)
+                    for name in ("start_logits", "end_logits"))
     results = [RawResult(f.unique_id, starts[k].tolist(), ends[k].tolist())
                for k, f in enumerate(features)]
     return examples, features, results
@@ -463,3 +468,126 @@ def test_predictor_names_a_bad_line(exports, tmp_path):
     assert result.returncode != 0
     assert "stdin: line 2: expected question<TAB>context, found no tab" in result.stderr
     assert os.listdir(tmp_path) == []  # no partial output
+
+
+class _ShapeRecorder:
+    """Calls `model`, keeping the shape [B, S] of the last input_ids it was given (in a
+    variable, so that it is read after a tf.function ran)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.shape = tf.Variable([0, 0], dtype=tf.int32)
+
+    def __call__(self, features, training=False):
+        self.shape.assign(tf.shape(features["input_ids"]))
+        return self.model(features, training=training)
+
+
+MIXED = {
+    "classifier": {"text_a": TEXTS_A, "text_b": TEXTS_B},
+    "features": {"text_a": TEXTS_A, "text_b": TEXTS_B},
+    "tagging": {"text": TAGGING_TEXTS},
+    "squad": {"question": SQUAD_QUESTIONS[:8], "context": SQUAD_CONTEXTS[:8]},
+}
+
+
+def _dynamic_and_padded(exports, golden, tables, task):
+    """The export modules of `task` from its checkpoint, with and without dynamic padding
+    (max_seq_length 64: short requests run at 16 positions), their model calls recorded."""
+    config, _, vocab_file, _ = golden
+    checkpoint = os.path.join(os.path.dirname(exports[task][1]), f"{task}_ckpt")
+    labels = {"classifier": LABELS, "tagging": TAGS}.get(task)
+    options = dict(SQUAD, doc_stride=TAGGING["doc_stride"]) if task == "tagging" else SQUAD
+    modules = []
+    for dynamic in (True, False):
+        module, info = export.build_export(task, config, checkpoint, vocab_file, True, 64,
+                                           labels=labels, layers=LAYERS, tokenizer=tables,
+                                           dynamic_padding=dynamic, **options)
+        assert info["dynamic_padding"] is dynamic
+        module.model = _ShapeRecorder(module.model)
+        modules.append(module)
+    return modules
+
+
+def _call(module, inputs):
+    result = module.serve(**{k: tf.constant(v) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in result.items()}, module.model.shape.numpy().tolist()
+
+
+def _assert_same_answers(task, got, expected, rows=None):
+    """`got` (a request's outputs) equal `expected`'s rows `rows`; floats within 1e-5 (the
+    same sums, kernels of other shapes: float32 rounding of values of order 1)."""
+    rows = slice(None) if rows is None else rows
+    for name, values in got.items():
+        reference = expected[name][rows]
+        if task == "features" and name != "input_mask":
+            # Each text's real tokens; positions past them are padding.
+            for g, r, mask in zip(values, reference, expected["input_mask"][rows]):
+                n = int(mask.sum())
+                np.testing.assert_allclose(g[:n], r[:n], atol=1e-5, rtol=0)
+        elif task == "features":
+            for g, r in zip(values, reference):
+                assert g.sum() == r.sum() and np.all(g[:g.sum()] == 1)
+        elif task == "tagging" and name == "tags":
+            for g, r in zip(values, reference):
+                assert [t for t in g if t] == [t for t in r if t]
+        elif values.dtype.kind == "f":
+            np.testing.assert_allclose(values, reference, atol=1e-5, rtol=0)
+        else:
+            np.testing.assert_array_equal(values, reference)
+
+
+@pytest.mark.parametrize("task", export.TASKS)
+def test_mixed_length_batches_equal_one_by_one_and_the_padded_export(exports, golden, tables,
+                                                                     task):
+    """Every export answers a batch of mixed lengths as each request alone, and as the export
+    padded to max_seq_length; the batch runs at its longest sequence rounded up to 16, a
+    shorter request alone at its own (checked on the shapes the model is called with)."""
+    dynamic, padded = _dynamic_and_padded(exports, golden, tables, task)
+    inputs = MIXED[task]
+    batch, batch_shape = _call(dynamic, inputs)
+    reference, padded_shape = _call(padded, inputs)
+    assert padded_shape[1] == 64 and batch_shape[0] == padded_shape[0]
+    _assert_same_answers(task, batch, reference)
+    count = len(next(iter(inputs.values())))
+    lengths = []
+    for i in range(count):
+        alone, shape = _call(dynamic, {k: v[i:i + 1] for k, v in inputs.items()})
+        _assert_same_answers(task, alone, reference, slice(i, i + 1))
+        lengths.append(shape[1])
+    assert max(lengths) == batch_shape[1] and min(lengths) < min(batch_shape[1], 64)
+
+
+def test_a_short_request_runs_at_its_own_length(exports, golden, tables):
+    """A 12-piece sentence at batch 1 costs a 16-position forward pass, not max_seq_length's;
+    the features export's outputs show it too (S = 16)."""
+    tokenizer = golden[3]
+    text = "the man " * 5
+    assert len(tokenizer.tokenize(text)) + 2 == 12
+    dynamic, padded = _dynamic_and_padded(exports, golden, tables, "classifier")
+    assert _call(dynamic, {"text_a": [text], "text_b": [""]})[1] == [1, 16]
+    assert _call(padded, {"text_a": [text], "text_b": [""]})[1] == [1, 64]
+    features = export.build_export("features", golden[0], golden[1], golden[2], True, 64,
+                                   layers=LAYERS, tokenizer=tables)[0]
+    out = features.serve(tf.constant([text]), tf.constant([""]))
+    assert out["layers"].shape[:2] == (1, 16) and out["input_mask"].numpy().sum() == 12
+
+
+def test_predictor_sorts_windows_of_lines_and_answers_in_input_order(exports):
+    """Lines sorted by length in windows of 4 into batches of 2 get the answers of batches in
+    input order (--sort_window=1), line for line."""
+    cases = {"classifier": [f"{a}\t{b}" if b else a for a, b in zip(TEXTS_A, TEXTS_B)],
+             "tagging": TAGGING_TEXTS}
+    for task, lines in cases.items():
+        lines = lines + lines[::-1]
+        sorted_rows = list(predict.predict_lines(exports[task][1], lines, 2, sort_window=4))
+        plain_rows = list(predict.predict_lines(exports[task][1], lines, 2, sort_window=1))
+        assert len(sorted_rows) == len(plain_rows) == len(lines)
+        for got, expected in zip(sorted_rows, plain_rows):
+            assert got.keys() == expected.keys()
+            for key, value in got.items():
+                if key == "probabilities":
+                    np.testing.assert_allclose(list(value.values()),
+                                               list(expected[key].values()), atol=1e-5, rtol=0)
+                else:
+                    assert value == expected[key]

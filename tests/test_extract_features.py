@@ -1,6 +1,7 @@
 """extract_features against the original's recordings (tests/data/extract_features)."""
 
 import collections
+import dataclasses
 import json
 import os
 import subprocess
@@ -246,3 +247,106 @@ def test_damaged_init_checkpoint_is_one_line(tmp_path):
     assert str(err.value).startswith(f"--init_checkpoint={prefix}: checkpoint {prefix} is "
                                      f"damaged: {data} (")
     assert "is cut short" in str(err.value) and "\n" not in str(err.value)
+
+
+class _CountingModel:
+    """A BertModel that adds the positions (batch x length) of every call to `positions`."""
+
+    def __init__(self, model):
+        import tensorflow as tf
+
+        self.model = model
+        self.config = model.config
+        self.positions = tf.Variable(0, dtype=tf.int64)
+
+    def __call__(self, inputs, training=False):
+        import tensorflow as tf
+
+        self.positions.assign_add(tf.size(inputs["input_ids"], out_type=tf.int64))
+        return self.model(inputs, training=training)
+
+
+def _varied_lines(path, count=37):
+    """`count` lines of 1 to ~50 words of sample_text.txt, a third of them pairs."""
+    words = (SHARED_DIR / "data" / "sample_text.txt").read_text(encoding="utf-8").split()
+    lines = []
+    for i in range(count):
+        n = 1 + (i * 17) % 50
+        text = " ".join(words[i * 7:i * 7 + n])
+        lines.append(f"{text} ||| {' '.join(words[i:i + 3])}" if i % 3 == 0 else text)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_sorted_batches_cut_to_their_length_give_the_padded_output(tmp_path):
+    """Lines sorted by length in windows, each batch cut to its longest (rounded up to 16):
+    the same JSON lines in the same order as every batch at max_seq_length in input order,
+    for fewer positions. Padding adds exact zeros to every sum, but the kernels of another
+    shape may sum a row's dot products in another order: a few float32 ulps (2**-24 relative)
+    per layer, at the scale of the line's largest value (each layer ends in a LayerNorm of the
+    whole row). 1e-6 x that scale (16 ulps) bounds it, and rounding to 6 decimals moves a value
+    by one unit more."""
+    from bert_tf.config import BertConfig
+    from bert_tf.training import padding
+
+    _varied_lines(tmp_path / "in.txt")
+    options = _golden_options(tmp_path, input_file=str(tmp_path / "in.txt"),
+                              max_seq_length=64, batch_size=4)
+    config = BertConfig.from_json_file(options.bert_config_file)
+    tokenizer = FullTokenizer(options.vocab_file)
+    features = fe.convert_examples_to_features(fe.read_examples(options.input_file), 64,
+                                               tokenizer)
+    lengths = [len(f.tokens) for f in features]
+    assert min(lengths) < 8 and max(lengths) > 48
+    model = _CountingModel(fe.build_model(config, options.init_checkpoint))
+    layers = [-1, 0]
+    values_per_token = len(layers) * config.hidden_size
+
+    def run(**kwargs):
+        model.positions.assign(0)
+        out = list(fe.extract_layers(model, features, layers, 4, **kwargs))
+        assert [f.unique_id for f, _ in out] == list(range(len(features)))
+        return [v for _, v in out], int(model.positions.numpy())
+
+    padded, padded_positions = run(dynamic_padding=False)
+    assert padded_positions == 64 * len(features)
+    # Windows of about 12 lines (3 batches): several, the last one shorter.
+    window_bytes = 4 * values_per_token * sum(lengths) * 12 / len(lengths)
+    for kwargs in ({}, {"window_bytes": window_bytes}):
+        got, positions = run(**kwargs)
+        order = fe.inference_order(features, 4, values_per_token, True,
+                                   kwargs.get("window_bytes", fe.SORT_WINDOW_BYTES))
+        expected_positions = sum(
+            len(order[b:b + 4]) * padding.padded_length(max(lengths[i] for i in order[b:b + 4]),
+                                                        64)
+            for b in range(0, len(order), 4))
+        assert positions == expected_positions < 0.7 * padded_positions
+        for a, b in zip(got, padded, strict=True):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a, b, atol=_tolerance(b), rtol=0)
+    windowed = fe.inference_order(features, 4, values_per_token, True, window_bytes)
+    whole = fe.inference_order(features, 4, values_per_token)
+    assert sorted(windowed) == sorted(whole) == list(range(len(features)))
+    assert list(windowed) != list(whole)  # the windows sort apart
+    assert [lengths[i] for i in whole] == sorted(lengths, reverse=True)
+
+    # The script's JSON: the same lines, byte for byte where the rounding agrees.
+    fe.run_extract_features(options)
+    sorted_lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    fe.run_extract_features(dataclasses.replace(options, dynamic_padding=False))
+    padded_lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert len(sorted_lines) == len(padded_lines) == len(features)
+    for a, b, values in zip(sorted_lines, padded_lines, padded):
+        a, b = json.loads(a), json.loads(b)
+        assert a["linex_index"] == b["linex_index"]
+        assert [f["token"] for f in a["features"]] == [f["token"] for f in b["features"]]
+        for fa, fb in zip(a["features"], b["features"]):
+            for la, lb in zip(fa["layers"], fb["layers"]):
+                assert la["index"] == lb["index"]
+                np.testing.assert_allclose(la["values"], lb["values"],
+                                           atol=_tolerance(values) + 1e-6 + 1e-9, rtol=0)
+
+
+def _tolerance(values):
+    """1e-6 at the scale of a line's values (see the test above)."""
+    return 1e-6 * max(1.0, float(np.abs(values).max()))

@@ -173,3 +173,44 @@ def test_saved_model_runs_with_only_tensorflow(serving, tmp_path):
         assert got[name] == expected[name].numpy().tolist()
     expected_words = serving.words(tf.constant(texts_a))
     assert got_words == {k: v.numpy().tolist() for k, v in expected_words.items()}
+
+
+@pytest.mark.slow
+def test_a_batch_is_padded_to_its_longest_rounded_up(serving, tokenizer):
+    """With dynamic padding (the default) a batch is S = its longest sequence rounded up to 16
+    positions wide, and holds the max_seq_length layout's first S positions (the rest being
+    padding); with dynamic_padding=False every batch is max_seq_length wide (static shape)."""
+    from bert_tf.training.padding import padded_length
+
+    kwargs = dict(max_seq_length=64, doc_stride=20, tokenizer=serving.tokenizer)
+    dynamic = ServingInputs(tokenizer.vocab, **kwargs)
+    static = ServingInputs(tokenizer.vocab, dynamic_padding=False, **kwargs)
+    for texts_a, texts_b in ((["short", "a"], ["", "b"]), (TEXTS_A, TEXTS_B)):
+        expected = [_python(tokenizer, a, b, 64) for a, b in zip(texts_a, texts_b)]
+        longest = max(sum(e["input_mask"]) for e in expected)
+        got = dynamic.pairs(tf.constant(texts_a), tf.constant(texts_b))
+        padded = static.pairs(tf.constant(texts_a), tf.constant(texts_b))
+        width = padded_length(longest, 64)
+        assert padded["input_ids"].shape.as_list() == [len(texts_a), 64]
+        for name in expected[0]:
+            assert got[name].shape == (len(texts_a), width)
+            assert padded[name].numpy().tolist() == [e[name] for e in expected]
+            assert np.all(padded[name].numpy()[:, width:] == 0)
+            assert got[name].numpy().tolist() == [e[name][:width] for e in expected]
+    assert dynamic.pairs(tf.constant(["short"]), tf.constant([""]))["input_ids"].shape == (1, 16)
+    assert static.pairs.get_concrete_function().structured_outputs[
+        "input_ids"].shape.as_list() == [None, 64]
+
+    texts = ["a few words", "unbelievably long sentence " * 4]
+    got = {k: v.numpy() for k, v in dynamic.words(tf.constant(texts)).items()}
+    padded = {k: v.numpy() for k, v in static.words(tf.constant(texts)).items()}
+    width = padded_length(padded["input_mask"].sum(axis=1).max(), 64)
+    assert got["input_ids"].shape[1] == width < 64
+    for name, values in padded.items():
+        if values.ndim == 2:
+            np.testing.assert_array_equal(got[name], values[:, :width])
+            np.testing.assert_array_equal(values[:, width:], -1 if name == "word_ids" else 0)
+        else:
+            np.testing.assert_array_equal(got[name], values)
+    short = dynamic.words(tf.constant(["a few words"]))
+    assert short["input_ids"].shape == (1, 16)

@@ -47,6 +47,30 @@ def test_length_order_sorts_longest_first_stably_and_inverts():
     np.testing.assert_array_equal(values[order][inverse], values)
 
 
+def test_length_order_in_windows_sorts_each_window_apart():
+    lengths = [5, 9, 5, 12, 9, 1, 30]
+    order, inverse = padding.length_order(lengths, windows=[4, 3])
+    np.testing.assert_array_equal(order, [3, 1, 0, 2, 6, 4, 5])
+    np.testing.assert_array_equal(np.asarray(lengths)[order][inverse], lengths)
+    with pytest.raises(ValueError, match="do not split"):
+        padding.length_order(lengths, windows=[4, 4])
+
+
+def test_windows_of_cut_at_the_budget_on_batch_multiples():
+    assert padding.windows_of([1] * 10, budget=3, multiple=2) == [4, 4, 2]
+    assert padding.windows_of([5, 0, 0, 0, 5], budget=4, multiple=2) == [2, 3]
+    assert padding.windows_of([], budget=4) == []
+
+
+def test_in_input_order_gives_back_each_output_once_in_order():
+    lengths = [3, 7, 1, 7, 4]
+    order, _ = padding.length_order(lengths)
+    computed = [f"out{i}" for i in order]
+    assert list(padding.in_input_order(computed, order)) == [(i, f"out{i}") for i in range(5)]
+    with pytest.raises(ValueError, match="4 outputs for 5 examples"):
+        list(padding.in_input_order(computed[:4], order))
+
+
 def test_real_lengths_end_at_the_last_real_token():
     mask = tf.constant([[1, 1, 1, 0, 0], [1, 0, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
     np.testing.assert_array_equal(padding.real_lengths(mask).numpy(), [3, 3, 0, 5])

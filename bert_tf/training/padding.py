@@ -134,18 +134,71 @@ class InputOrder:
         return {k: v[order[:ready]] for k, v in rows.items()}
 
 
-def length_order(lengths):
+def length_order(lengths, windows=None):
     """The order that sorts examples by length, longest first, ties in input order, and its
     inverse.
 
     Args:
       lengths: int sequence [N], each example's real length.
+      windows: None (sort all N), or the sizes of consecutive windows (summing to N) each
+        sorted on its own: a caller that writes its outputs back in input order holds at most
+        one window of them.
     Returns:
       (order, inverse): int64 arrays [N]; `sorted = x[order]`, `x = sorted[inverse]`.
     """
-    lengths = np.asarray(lengths)
-    order = np.argsort(-lengths, kind="stable")
+    lengths = np.asarray(lengths, np.int64).reshape(-1)
+    sizes = [len(lengths)] if windows is None else [int(w) for w in windows]
+    if sum(sizes) != len(lengths) or any(w < 0 for w in sizes):
+        raise ValueError(f"windows {sizes} do not split {len(lengths)} examples")
+    order, begin = [], 0
+    for size in sizes:
+        window = lengths[begin:begin + size]
+        order.append(begin + np.argsort(-window, kind="stable"))
+        begin += size
+    order = np.concatenate(order).astype(np.int64) if order else np.zeros([0], np.int64)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return order, inverse
 
+
+def windows_of(costs, budget, multiple=1):
+    """Sizes of consecutive windows of examples, each holding examples until their `costs`
+    (e.g. bytes of output) exceed `budget`, cut at a multiple of `multiple` examples (a batch
+    size, so that no batch straddles two windows) and at least `multiple` long.
+
+    Args:
+      costs: sequence [N] of numbers >= 0; budget: number > 0; multiple: int >= 1.
+    Returns:
+      list of int summing to N (the last window may be shorter).
+    """
+    sizes, size, total = [], 0, 0.0
+    for cost in costs:
+        size += 1
+        total += cost
+        if size % multiple == 0 and total >= budget:
+            sizes.append(size)
+            size, total = 0, 0.0
+    if size:
+        sizes.append(size)
+    return sizes
+
+
+def in_input_order(outputs, order):
+    """Gives back, in input order, the outputs of examples computed in `order`.
+
+    Args:
+      outputs: iterable of the outputs of examples order[0], order[1], ... (in that order).
+      order: int sequence [N] from `length_order`.
+    Yields:
+      (index, output) for index = 0, 1, ..., N - 1, each as soon as all before it are done;
+      only outputs that wait for an earlier example are held (within a window of
+      `length_order`, at most that window).
+    """
+    waiting, next_index = {}, 0
+    for k, output in enumerate(outputs):
+        waiting[int(order[k])] = output
+        while next_index in waiting:
+            yield next_index, waiting.pop(next_index)
+            next_index += 1
+    if waiting or next_index != len(order):
+        raise ValueError(f"{next_index + len(waiting)} outputs for {len(order)} examples")
