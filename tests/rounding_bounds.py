@@ -186,19 +186,20 @@ def span_head_gradient_noise(batch_size, seq_length, output_weights_abs):
     Derived a priori from the loss (start and end: mean over the batch of -log_softmax over the
     positions, halved): the gradient of logit k of example b in column c is
     scale * (p_k - y_k), scale = 1 / (2 B), whose sum over k is 0. Per example and column the
-    rounding events are: log_softmax's x - max (size scale * p (|log p| + ln S)), log Z (scale
-    ln S), the S - 1 additions of Z (scale), the exps of Z and of the backward (scale * p,
-    ~2 ulp each), the backward's product and subtraction (scale * p, scale * |p - y|); with
-    sum p = 1, sum p**2 (|log p| + L)**2 <= max(L, 2)**2 and sum (p - y)**2 <= 2 these sum to at
-    most scale**2 (2 max(L, 2)**2 + S + 7). The bias gradient then adds the B S terms (sum of
-    their sizes <= 1). beta's gradient is the same noise through the span weights w [2, H]
+    rounding events (an error of k ulp weighs as k**2 events) are: log_softmax's x - max (size
+    scale * p (|log p| + L), L = max(ln S, 2)), log Z (2 ulp of scale * L), the S - 1 additions
+    of Z (scale), the exps of Z and of the backward (2 ulp of scale * p each), x - max - log Z
+    (scale * p |log p|), the backward's product and subtraction (scale * p, scale * |p - y|);
+    with sum p = 1, sum p**2 (|log p| + L)**2 <= L**2, sum p**2 log(p)**2 <= 1 and
+    sum (p - y)**2 <= 2 their squares sum to at most scale**2 (5 L**2 + S + 11). The bias
+    gradient then adds the B S terms (sum of their sizes <= 1). beta's gradient is the same noise through the span weights w [2, H]
     (|w| <= `output_weights_abs`, a bound over the steps), plus the product dlogits @ w and the
     sum over the B S positions (partial sums <= sum_c |w_cj|).
     """
     b, s = batch_size, seq_length
     scale = 1.0 / (2.0 * b)
     log_s = max(np.log(s), 2.0)
-    rows = b * scale ** 2 * (2.0 * log_s ** 2 + s + 7.0)  # one column's softmax events
+    rows = b * scale ** 2 * (5.0 * log_s ** 2 + s + 11.0)  # one column's softmax events
     terms = b * scale ** 2 * 2.0  # sum over the batch of (dlogit)**2, one column
     w = np.asarray(output_weights_abs, np.float64)  # [2, H]
     bias = _noise(rows + (b * s - 1) * 1.0) * np.ones(2)
@@ -257,7 +258,8 @@ def key_bias_gradient_noise(capture, num_attention_heads, extra_additions=0):
     is sum over (b, k) of dK_kj = sum_q dS_qk * query_qj / sqrt(d). Events per (q, k), sizes
     times w_j: the product p dP in s (p |dP|); the subtraction, the product, the 1/sqrt(d)
     scaling and the product with the query (p |dP - s| each); the softmax's exp and division,
-    2 ulp each (|s| p), and its x - max (|s| p |log p|, as p |x - max| <= p |log p|). Sums:
+    2 ulp each (|s| p; the division maybe as a reciprocal and a product), and its x - max
+    (|s| p |log p|, as p |x - max| <= p |log p|); an error of k ulp weighs k**2. Sums:
     s's and Z's S - 1 additions per row (w sum_k p |dP|, w |s|), dK's S - 1 per (b, k)
     (partial sums <= D_bkj = sum_q w p |dP - s|) and the bias gradient's B S - 1 over (b, k)
     (<= A_j = sum_bk D_bkj), plus `extra_additions` more of whole gradients (micro-batches,
@@ -271,7 +273,8 @@ def key_bias_gradient_noise(capture, num_attention_heads, extra_additions=0):
     s = np.sum(p * dp, axis=-1, keepdims=True)  # [B, A, S, 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         log_p = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), 0.0)
-    per_element = (p * dp) ** 2 + 4.0 * (p * (dp - s)) ** 2 + 4.0 * (s * p) ** 2 \
+    # exp: 2 ulp (weight 4), the division (or reciprocal and product): 2 more.
+    per_element = (p * dp) ** 2 + 4.0 * (p * (dp - s)) ** 2 + 6.0 * (s * p) ** 2 \
         + (s * p * log_p) ** 2  # [B, A, S_q, S_k]
     per_row = np.sum(per_element, axis=-1) + (s_len - 1) * (
         np.sum(p * np.abs(dp), axis=-1) ** 2 + s[..., 0] ** 2)  # [B, A, S_q]
@@ -315,6 +318,9 @@ def weight_drift(v_final, learning_rates, m0=0.0, v0=None, first_step=1, beta_1=
         largest = adam_step_bound(step if v0 is None or not np.any(v0) else None, beta_1,
                                   beta_2, bias_corrected)
         drift += lr * np.minimum(m / (correction * epsilon), largest)
+    # The update's own roundings (relative; float32's epsilon is 1e-6 less 3e-15) and the
+    # rounding of w - lr * update.
+    drift *= (1.0 + 8.0 * FLOAT32_UNIT_ROUNDOFF) ** max(steps, 1)
     return drift + steps * FLOAT32_UNIT_ROUNDOFF * np.asarray(weight_abs, np.float64)
 
 
@@ -389,4 +395,5 @@ class ZeroGradientBounds:
             self._record("weight", np.abs(np.asarray(a[name], np.float64)
                                           - np.asarray(b[name], np.float64))
                          / (drift_a + drift_b + gap))
+        print(f"zero-gradient variables, worst |value| / bound: {self.worst}")
         return dict(self.worst)

@@ -133,8 +133,7 @@ def test_three_steps_match_the_original(tmp_path_factory, init_checkpoint, warmu
     bounds = zero_gradient_bounds(make_task(), golden_config(), [init_checkpoint, prefix],
                                   batches, [s["learning_rate"] for s in
                                             EXPECTED["steps"][str(warmup)]])
-    worst = assert_matches_golden(ours, original, zero_gradients=bounds)
-    print(f"zero-gradient variables, worst |value| / bound: {worst}")
+    assert_matches_golden(ours, original, zero_gradients=bounds)
 
 
 @pytest.mark.slow

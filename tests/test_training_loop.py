@@ -12,8 +12,8 @@ import pytest
 
 from test_training_helpers import (
     DRIVER, GOLDEN_TRAIN, assert_checkpoints_identical, assert_matches_golden, env,
-    kill_after_checkpoint, read_checkpoint, run_driver, run_in_process, state_lists,
-    tiny_options, zero_gradient_bounds,
+    kill_after_checkpoint, pretraining_key_bias_bounds, read_checkpoint, record_batches,
+    run_driver, run_in_process, state_lists, tiny_options, zero_gradient_bounds,
 )
 
 
@@ -61,14 +61,8 @@ def golden_task():
 
 def golden_batches(steps):
     """The global batches of `steps` steps over the golden records in file order."""
-    import tensorflow as tf
-
     args = golden_args("unused")
-    spec = golden_task().feature_spec(is_training=True)
-    dataset = tf.data.TFRecordDataset(args["input_files"]).repeat().map(
-        lambda r: tf.io.parse_single_example(r, spec)).batch(args["train_batch_size"])
-    return [{k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in batch.items()}
-            for batch in dataset.take(steps)]
+    return record_batches(args["input_files"], golden_task(), args["train_batch_size"], steps)
 
 
 @needs_golden
@@ -89,8 +83,7 @@ def test_three_steps_match_the_original_and_its_checkpoint_resumes(tmp_path):
     bounds = zero_gradient_bounds(
         golden_task(), golden_config(), [GOLDEN_TRAIN / "init.ckpt", tmp_path / "out" /
                                          "model.ckpt-3"], batches[:3], learning_rates)
-    worst = assert_matches_golden(ours, golden, zero_gradients=bounds)
-    print(f"zero-gradient variables, worst |value| / bound: {worst}")
+    assert_matches_golden(ours, golden, zero_gradients=bounds)
 
     # after_3_steps.ckpt is a training checkpoint of the original run_pretraining.py
     # (weights, adam_m/v, global_step; no input position). Resuming it must continue exactly
@@ -125,8 +118,7 @@ def test_three_steps_match_the_original_and_its_checkpoint_resumes(tmp_path):
                                          ours_dir / "model.ckpt-10"],
         batches[:7], [v["learning_rate"] for _, v in resumed[1]["history"]], first_step=4,
         start_b=kept / "model.ckpt-3")
-    worst = assert_matches_golden(b, a, zero_gradients=bounds)
-    print(f"resumed: zero-gradient variables, worst |value| / bound: {worst}")
+    assert_matches_golden(b, a, zero_gradients=bounds)
 
 
 @needs_golden
@@ -162,8 +154,16 @@ def test_mirrored_on_two_cpus_equals_default(tmp_path):
     a = read_checkpoint(tmp_path / "single" / "model.ckpt-4")
     b = read_checkpoint(tmp_path / "mirrored" / "model.ckpt-4")
     assert sorted(a) == sorted(b)
+    # The key biases' gradients are 0 in real arithmetic: rounding noise, which the replicas'
+    # sums change (1 more addition), bounded by tests/rounding_bounds.py.
+    bounds = pretraining_key_bias_bounds(
+        tmp_path, tiny_options(tmp_path, tmp_path / "single", **common),
+        [tmp_path / "single" / "model.ckpt-4", tmp_path / "mirrored" / "model.ckpt-4"],
+        [v["learning_rate"] for _, v in single["history"]], extra_additions=1)
     for name in a:
-        np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
+        if name not in bounds.names():
+            np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    bounds.check(a, b)
     losses_a = [v["total_loss"] for _, v in single["history"]]
     losses_b = [v["total_loss"] for _, v in mirrored["history"]]
     np.testing.assert_allclose(losses_b, losses_a, rtol=1e-5)
