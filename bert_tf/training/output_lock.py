@@ -83,8 +83,8 @@ class OutputDirLock:
             f"another --output_dir{hint}")
 
     def _open_locked(self):
-        """An fd of the lock file holding its flock (None where flock is unsupported, then
-        the fd is unlocked); raises OutputDirInUseError while another process holds it."""
+        """(fd of the lock file, whether it holds its flock: False where the filesystem has
+        none); raises OutputDirInUseError while another process holds it."""
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
