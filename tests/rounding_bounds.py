@@ -210,9 +210,9 @@ def span_head_gradient_noise(batch_size, seq_length, output_weights_abs):
 
 def capture_attention(model, loss_fn, features):
     """Runs `loss_fn(model(features, training=True), features)` eagerly and returns, for each
-    SelfAttention layer of `model` in call order, float64 numpy arrays: `probs` [B, A, S, S]
-    (the softmax), `d_probs` (the loss's gradient with respect to them) and `query` [B, S, H]
-    (the query projection, bias included)."""
+    SelfAttention layer of `model` (in no particular order), a dict: `layer` (the layer) and
+    float64 numpy arrays `probs` [B, A, S, S] (the softmax), `d_probs` (the loss's gradient
+    with respect to them) and `query` [B, S, H] (the query projection, bias included)."""
     from bert_tf.layers.attention import SelfAttention
 
     layers = [layer for layer in model._flatten_layers() if isinstance(layer, SelfAttention)]
@@ -242,9 +242,10 @@ def capture_attention(model, loss_fn, features):
         for attention, dropout_call, query_call in originals:
             attention.dropout.call = dropout_call
             attention.query.call = query_call
-    return [{"probs": r["probs"].numpy().astype(np.float64),
+    return [{"layer": layer, "probs": r["probs"].numpy().astype(np.float64),
              "d_probs": d.numpy().astype(np.float64),
-             "query": r["query"].numpy().astype(np.float64)} for r, d in zip(records, d_probs)]
+             "query": r["query"].numpy().astype(np.float64)}
+            for layer, r, d in zip(layers, records, d_probs)]
 
 
 def key_bias_gradient_noise(capture, num_attention_heads, extra_additions=0):

@@ -394,13 +394,17 @@ def key_bias_noise(model, task, batches, extra_additions=0):
     """{key bias name: [G of each step]} (rounding_bounds.key_bias_gradient_noise) of a float32
     run of `task` over `batches` (the global batch of each step: a dict of tensors), from the
     attention's magnitudes at `model`'s current weights."""
+    from bert_tf.checkpoints import original_variable_map
     from rounding_bounds import capture_attention, key_bias_gradient_noise
 
     heads = model.bert.config.num_attention_heads
+    names = {id(variable): name for name, variable in original_variable_map(model).items()}
     noise = {}
     for batch in batches:
-        for i, capture in enumerate(capture_attention(model, task_loss(task), batch)):
-            noise.setdefault(f"bert/encoder/layer_{i}/attention/self/key/bias", []).append(
+        for capture in capture_attention(model, task_loss(task), batch):
+            name = names[id(capture["layer"].key.bias)]
+            assert name.endswith("/attention/self/key/bias"), name
+            noise.setdefault(name, []).append(
                 key_bias_gradient_noise(capture, heads, extra_additions=extra_additions))
     return noise
 
