@@ -115,13 +115,15 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
 
 
 def hold_output_dir(FLAGS, strategy):  # noqa: N803
-    """Context manager: --output_dir locked against a second run while the script runs (by
-    the chief only; bert_tf/training/output_lock.py). Raises OutputDirInUseError naming the
-    process that holds it."""
+    """Context manager: --output_dir locked against a second training run while a --do_train
+    run runs (by the chief only; bert_tf/training/output_lock.py). Raises OutputDirInUseError
+    naming the process that holds it. Eval/predict-only runs write no checkpoints and take no
+    lock: an eval beside a running training works, as with the original."""
     from bert_tf.training import output_lock
     from bert_tf.training.strategy import worker_info
 
-    return output_lock.hold_output_dir(FLAGS.output_dir, is_chief=worker_info(strategy)[2])
+    return output_lock.hold_output_dir(
+        FLAGS.output_dir, is_chief=bool(FLAGS.do_train) and worker_info(strategy)[2])
 
 
 def run_fine_tuning(script, options_class, run, task_errors=(), **fields):

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -118,6 +119,27 @@ def test_released_on_errors_and_not_taken_by_non_chief_workers(tmp_path):
         holder.stdin.close()
         holder.wait(timeout=60)
     assert holder.returncode == 0
+
+
+def test_only_training_runs_of_the_scripts_take_the_lock(tmp_path):
+    """bert_tf.flags.hold_output_dir: an eval/predict-only run (no checkpoints written) may run
+    beside a training run, as with the original; a --do_train run may not."""
+    import tensorflow as tf
+
+    from bert_tf.flags import hold_output_dir as hold_for_script
+
+    out = tmp_path / "out"
+    strategy = tf.distribute.get_strategy()
+    holder = start_holder(out)
+    try:
+        with hold_for_script(SimpleNamespace(output_dir=str(out), do_train=False), strategy):
+            pass
+        with pytest.raises(OutputDirInUseError, match=f"process {holder.pid} "):
+            with hold_for_script(SimpleNamespace(output_dir=str(out), do_train=True), strategy):
+                pass
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
 
 
 @pytest.mark.slow  # a process start with TensorFlow

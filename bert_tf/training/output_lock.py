@@ -1,4 +1,4 @@
-"""One run at a time per --output_dir: a lock file the training scripts hold while they run.
+"""One training run at a time per --output_dir: a lock file the training scripts hold.
 
 Two runs writing into one output_dir delete each other's checkpoints (--keep_checkpoint_max)
 and resume from each other's states. The scripts (run_pretraining.py, run_classifier.py,
@@ -13,7 +13,9 @@ message the next run prints when it refuses to start.
 - A lock file written on another host (an output_dir on NFS) is refused: its process cannot
   be checked from here; the message says which file to delete if it no longer runs.
 - Multi-worker runs share one output_dir by design: only the chief (which writes the
-  checkpoints) takes the lock; `hold_output_dir(..., is_chief=False)` takes none.
+  checkpoints) takes the lock; `hold_output_dir(..., is_chief=False)` takes none. Nor do
+  eval/predict-only runs (bert_tf.flags.hold_output_dir): they write no checkpoints, and an
+  eval beside a running training works with the original.
 - A remote output_dir (gs://, hdfs://, ...) is not locked (no flock there): logged.
 """
 
