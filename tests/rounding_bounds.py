@@ -192,9 +192,10 @@ def span_head_gradient_noise(batch_size, seq_length, output_weights_abs):
     (scale * p |log p|), the backward's product and subtraction (scale * p, scale * |p - y|);
     with sum p = 1, sum p**2 (|log p| + L)**2 <= L**2, sum p**2 log(p)**2 <= 1 and
     sum (p - y)**2 <= 2 their squares sum to at most scale**2 (5 L**2 + S + 11). The bias
-    gradient then adds the B S terms (sum of their sizes <= 1). beta's gradient is the same noise through the span weights w [2, H]
-    (|w| <= `output_weights_abs`, a bound over the steps), plus the product dlogits @ w and the
-    sum over the B S positions (partial sums <= sum_c |w_cj|).
+    gradient then adds the B S terms (sum of their sizes <= 1). beta's gradient is the same
+    noise through the span weights w [2, H] (|w| <= `output_weights_abs`, a bound over the
+    steps), plus the products and the addition of dlogits @ w and the sum over the B S
+    positions (partial sums <= sum_c |w_cj|).
     """
     b, s = batch_size, seq_length
     scale = 1.0 / (2.0 * b)
@@ -258,9 +259,9 @@ def key_bias_gradient_noise(capture, num_attention_heads, extra_additions=0):
     roundings of the scores and of everything upstream do not matter), and the bias gradient
     is sum over (b, k) of dK_kj = sum_q dS_qk * query_qj / sqrt(d). Events per (q, k), sizes
     times w_j: the product p dP in s (p |dP|); the subtraction, the product, the 1/sqrt(d)
-    scaling and the product with the query (p |dP - s| each); the softmax's exp and division,
-    2 ulp each (|s| p; the division maybe as a reciprocal and a product), and its x - max
-    (|s| p |log p|, as p |x - max| <= p |log p|); an error of k ulp weighs k**2. Sums:
+    scaling and the product with the query (p |dP - s| each); the softmax's exp (2 ulp) and
+    division (1 ulp, or 2 roundings as a reciprocal and a product) (|s| p each), and its
+    x - max (|s| p |log p|, as p |x - max| <= p |log p|); an error of k ulp weighs k**2. Sums:
     s's and Z's S - 1 additions per row (w sum_k p |dP|, w |s|), dK's S - 1 per (b, k)
     (partial sums <= D_bkj = sum_q w p |dP - s|) and the bias gradient's B S - 1 over (b, k)
     (<= A_j = sum_bk D_bkj), plus `extra_additions` more of whole gradients (micro-batches,
