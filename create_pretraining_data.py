@@ -18,6 +18,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
+from bert_tf import files  # noqa: E402
 from bert_tf.data import pipeline  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -72,7 +73,7 @@ def main(argv):
         tokenizer=FLAGS.tokenizer)
     try:
         pipeline.create_pretraining_data(options)
-    except pipeline.DataError as e:
+    except (pipeline.DataError, files.OutputError) as e:
         logging.error("%s", e)
         print(f"create_pretraining_data.py: error: {e}", file=sys.stderr)
         return 1

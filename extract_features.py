@@ -54,6 +54,7 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
     from bert_tf.config import BertConfigError
+    from bert_tf.files import OutputError
     from bert_tf.feature_extraction import (ExtractFeaturesOptions, FeatureExtractionError,
                                             run_extract_features)
     from bert_tf.training.strategy import StrategyError
@@ -73,7 +74,7 @@ def main(argv):
             mixed_precision=FLAGS.mixed_precision,
         )
         count = run_extract_features(options, strategy)
-    except (FeatureExtractionError, BertConfigError, StrategyError) as e:
+    except (FeatureExtractionError, BertConfigError, StrategyError, OutputError) as e:
         print(f"extract_features.py: error: {e}", file=sys.stderr)
         return 1
     logging.info("Wrote %d lines to %s", count, FLAGS.output_file)

@@ -41,7 +41,8 @@ flags.DEFINE_float("classifier_dropout", 0.1,
                    "Dropout on the pooled output in training (the original fixes it at 0.1).")
 flags.DEFINE_string("labels", None,
                     "Task `custom` only: the label list, comma-separated (default: the "
-                    "sorted labels of the training file).")
+                    "list in task.json beside --init_checkpoint, else the sorted labels of the "
+                    "training file).")
 
 
 def main(argv):

@@ -53,6 +53,7 @@ def main(argv):
     logging.set_verbosity(logging.INFO)
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.files import OutputError
     from bert_tf.tasks.pretraining import PretrainingError, PretrainingOptions, run
     from bert_tf.training import input_pipeline
     from bert_tf.training.output_lock import OutputDirInUseError
@@ -80,7 +81,8 @@ def main(argv):
             checkpoint, results = run(config, options, strategy, FLAGS.do_train,
                                       FLAGS.do_eval)
     except (PretrainingError, BertConfigError, CheckpointError, StrategyError,
-            input_pipeline.InputError, FloatingPointError, OutputDirInUseError) as e:
+            input_pipeline.InputError, FloatingPointError, OutputError,
+            OutputDirInUseError) as e:
         print(f"run_pretraining.py: error: {e}", file=sys.stderr)
         return 1
     if checkpoint:

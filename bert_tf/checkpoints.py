@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import files
 from bert_tf.encoder import BertModel
 from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
@@ -30,6 +31,83 @@ _INDEX_SUFFIX = ".index"
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be read into, or written from, a model."""
+
+
+class DamagedCheckpointError(CheckpointError):
+    """A checkpoint whose files are missing, cut short or corrupt; `prefix` names it."""
+
+    def __init__(self, prefix, what):
+        super().__init__(f"checkpoint {prefix} is damaged: {what}")
+        self.prefix = prefix
+        self.what = what
+
+
+def data_files(prefix):
+    """The `.data-*` shard files of checkpoint `prefix` that exist."""
+    return sorted(tf.io.gfile.glob(f"{prefix}.data-*-of-*"))
+
+
+def _first_line(error):
+    lines = str(getattr(error, "message", error)).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def damaged_checkpoint_error(prefix, error=None, tensor=None):
+    """The `DamagedCheckpointError` of `error`, raised opening checkpoint `prefix` (its index)
+    or, with `tensor`, reading that tensor: one line naming the file and what is wrong. Without
+    `error`: the files of `prefix` are missing."""
+    index = prefix + _INDEX_SUFFIX
+    data = data_files(prefix)
+    reason = _first_line(error)
+    if not tf.io.gfile.exists(index):
+        what = f"{index} is missing"
+    elif tensor is None and ("No such file" in reason or "Failed to find" in reason) or (
+            tensor is not None and not data):
+        what = f"{prefix}{_DATA_SUFFIX} (its data) is missing"
+    elif tensor is None:
+        what = f"{index} is not a readable checkpoint index ({reason})"
+    else:
+        names = ", ".join(f"{p} ({files.format_bytes(files.size(p))})" for p in data)
+        if isinstance(error, (IndexError, tf.errors.OutOfRangeError)) or "less bytes" in reason:
+            what = f"{names} is cut short: tensor {tensor} lies beyond its end"
+        elif "hecksum" in reason:
+            what = f"{names} is corrupt: tensor {tensor} fails its checksum"
+        else:
+            what = f"cannot read tensor {tensor} from {names} ({reason})"
+    return DamagedCheckpointError(prefix, what)
+
+
+def open_checkpoint(prefix):
+    """`tf.train.load_checkpoint(prefix)`; a missing or unreadable file is a
+    `DamagedCheckpointError` naming it."""
+    try:
+        return tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        raise damaged_checkpoint_error(prefix, e) from None
+
+
+def read_tensor(reader, prefix, name):
+    """`reader.get_tensor(name)` of checkpoint `prefix`; a file cut short or corrupt is a
+    `DamagedCheckpointError` naming it."""
+    try:
+        return reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError, IndexError) as e:
+        raise damaged_checkpoint_error(prefix, e, tensor=name) from None
+
+
+def verify_checkpoint(prefix):
+    """Reads every tensor of checkpoint `prefix` (of any dtype, e.g. an input pipeline's
+    variant state), which checks their checksums; raises `DamagedCheckpointError` if it is
+    missing, cut short or corrupt."""
+    reader = open_checkpoint(prefix)
+    dtypes = reader.get_variable_to_dtype_map()
+    for name in sorted(dtypes):
+        try:
+            with tf.device("/cpu:0"):
+                tf.raw_ops.RestoreV2(prefix=prefix, tensor_names=[name], shape_and_slices=[""],
+                                     dtypes=[dtypes[name]])
+        except (tf.errors.OpError, ValueError, IndexError) as e:
+            raise damaged_checkpoint_error(prefix, e, tensor=name) from None
 
 
 def _add_dense(table, prefix, dense):
@@ -197,15 +275,14 @@ def load_original_checkpoint(model, path):
       A `CheckpointReport`; for a training checkpoint of the original (`model.ckpt-N`) it
       carries `global_step` and the Adam moments for the training loop.
     Raises:
-      CheckpointError: unreadable checkpoint; a shape mismatch, a missing encoder variable or
-        an encoder variable the model does not have (another architecture), each named with
-        its expected and found shape. Nothing is assigned then.
+      DamagedCheckpointError: a file of the checkpoint missing, cut short or corrupt (every
+        tensor is read, so checksummed, before anything is assigned).
+      CheckpointError: a shape mismatch, a missing encoder variable or an encoder variable the
+        model does not have (another architecture), each named with its expected and found
+        shape. Nothing is assigned then.
     """
     prefix = resolve_checkpoint_path(path)
-    try:
-        reader = tf.train.load_checkpoint(prefix)
-    except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointError(f"cannot read checkpoint {prefix}: {getattr(e, 'message', e)}") from None
+    reader = open_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
     table = original_variable_map(model)
@@ -229,14 +306,14 @@ def load_original_checkpoint(model, path):
             continue
         base, _, slot = name.rpartition("/")
         if name == GLOBAL_STEP:
-            global_step = int(reader.get_tensor(name))
+            global_step = int(read_tensor(reader, prefix, name))
         elif base in table:
             if tuple(shapes[name]) != tuple(table[base].shape):
                 problems.append(
                     f"{name}: expected shape {_shape(table[base].shape)}, found {_shape(shapes[name])}"
                 )
             else:
-                slots.setdefault(slot, {})[base] = reader.get_tensor(name)
+                slots.setdefault(slot, {})[base] = read_tensor(reader, prefix, name)
         elif name.startswith("bert/"):
             problems.append(f"{name}: not a variable of this model (found shape {_shape(shapes[name])})")
         else:
@@ -249,11 +326,16 @@ def load_original_checkpoint(model, path):
             f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
         )
 
+    # Every tensor is read (and checksummed) before the first assignment: a damaged file
+    # leaves the model as it was.
+    values = {name: read_tensor(reader, prefix, name) for name in table if name in shapes}
+    for name in unused:
+        if dtypes[name] != tf.variant:
+            read_tensor(reader, prefix, name)
     loaded = []
-    for name, variable in table.items():
-        if name in shapes:
-            variable.assign(reader.get_tensor(name).astype(np.float32, copy=False))
-            loaded.append(name)
+    for name, value in values.items():
+        table[name].assign(value.astype(np.float32, copy=False))
+        loaded.append(name)
     report = CheckpointReport(prefix, loaded, not_in_checkpoint, unused, global_step, slots)
     logging.info(report.summary())
     return report
@@ -298,34 +380,50 @@ def write_checkpoint_state(directory, latest_prefix, all_prefixes):
     directory = os.fspath(directory)
     lines = [f'model_checkpoint_path: "{_relative(directory, latest_prefix)}"']
     lines += [f'all_model_checkpoint_paths: "{_relative(directory, p)}"' for p in all_prefixes]
-    _atomic_write(os.path.join(directory, STATE_FILE), "\n".join(lines) + "\n")
+    files.write_atomic(os.path.join(directory, STATE_FILE), "\n".join(lines) + "\n")
+
+
+def _state(directory):
+    """`directory`'s state file as (latest prefix or None, [listed prefixes, oldest first]);
+    (None, []) when it is absent or unreadable (e.g. empty)."""
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (ValueError, tf.errors.OpError) as e:
+        logging.warning("%s: cannot read the checkpoint state (%s)",
+                        os.path.join(directory, STATE_FILE), _first_line(e))
+        return None, []
+    if state is None:
+        return None, []
+
+    def absolute(p):
+        return p if os.path.isabs(p) or "://" in p else os.path.join(directory, p)
+
+    listed = []
+    for p in state.all_model_checkpoint_paths:
+        if absolute(p) not in listed:
+            listed.append(absolute(p))
+    return (absolute(state.model_checkpoint_path) if state.model_checkpoint_path else None,
+            listed)
 
 
 def checkpoint_prefixes(directory):
     """The prefixes listed in `directory`'s state file that exist, oldest first."""
-    state = tf.train.get_checkpoint_state(directory)
-    if state is None:
-        return []
-    out = []
-    for p in state.all_model_checkpoint_paths:
-        p = p if os.path.isabs(p) or "://" in p else os.path.join(directory, p)
-        if tf.io.gfile.exists(p + _INDEX_SUFFIX) and p not in out:
-            out.append(p)
-    return out
+    return [p for p in _state(directory)[1] if tf.io.gfile.exists(p + _INDEX_SUFFIX)]
+
+
+def listed_checkpoints(directory):
+    """Every prefix `directory`'s state file lists, whether its files exist or not, newest
+    first: the latest, then the others from the last listed."""
+    latest, listed = _state(directory)
+    out = [latest] if latest else []
+    return out + [p for p in reversed(listed) if p not in out]
 
 
 def latest_checkpoint(directory):
-    """The latest checkpoint prefix of `directory`'s state file, or None."""
-    if not tf.io.gfile.exists(os.path.join(directory, STATE_FILE)):
-        return None
-    return tf.train.latest_checkpoint(directory)
-
-
-def _atomic_write(path, text):
-    tmp = f"{path}.tmp{uuid.uuid4().hex}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    """The latest checkpoint prefix of `directory`'s state file, or None (no readable state
+    file, or the latest's index is gone)."""
+    latest, _ = _state(directory)
+    return latest if latest and tf.io.gfile.exists(latest + _INDEX_SUFFIX) else None
 
 
 def delete_checkpoint(prefix):
@@ -346,7 +444,9 @@ def save_original_checkpoint(
     the latest; earlier entries are kept).
 
     The files are written under a temporary prefix and renamed, data first and index last, so
-    an interrupted write never leaves a `prefix.index` that looks complete.
+    an interrupted write never leaves a `prefix.index` that looks complete. A full disk raises
+    `files.OutputError` (the directory, the space needed) after removing what this call wrote:
+    the checkpoints there before and the state file stay as they were.
 
     Args:
       model: a `BertModel` or `BertPretrainingModel`.
@@ -364,19 +464,36 @@ def save_original_checkpoint(
     tf.io.gfile.makedirs(directory)
     tmp_prefix = f"{prefix}.tmp{uuid.uuid4().hex}"
     names = sorted(tensors)
-    with tf.device("/cpu:0"):
-        tf.raw_ops.SaveV2(
-            prefix=tmp_prefix,
-            tensor_names=names,
-            shape_and_slices=[""] * len(names),
-            tensors=[tf.convert_to_tensor(tensors[n]) for n in names],
-        )
+    # The data file, plus the index (an entry of about a hundred bytes per tensor).
+    needed = sum(np.asarray(v).nbytes for v in tensors.values()) + 128 * len(names)
+    try:
+        with tf.device("/cpu:0"):
+            tf.raw_ops.SaveV2(
+                prefix=tmp_prefix,
+                tensor_names=names,
+                shape_and_slices=[""] * len(names),
+                tensors=[tf.convert_to_tensor(tensors[n]) for n in names],
+            )
+    except BaseException as e:
+        # TF's writer leaves `<tmp_prefix>.data-...tempstate<N>` files when it fails.
+        written = sum(files.size(p) for p in tf.io.gfile.glob(tmp_prefix + ".*"))
+        for path in tf.io.gfile.glob(tmp_prefix + ".*"):
+            files.remove(path)
+        if isinstance(e, Exception) and files.is_out_of_space(e):
+            raise files.OutputError(files.out_of_space_message(
+                f"checkpoint {prefix}", directory, needed=max(needed, written))) from None
+        raise
     if tf.io.gfile.exists(prefix + _INDEX_SUFFIX):
         tf.io.gfile.remove(prefix + _INDEX_SUFFIX)
     tf.io.gfile.rename(tmp_prefix + _DATA_SUFFIX, prefix + _DATA_SUFFIX, overwrite=True)
     tf.io.gfile.rename(tmp_prefix + _INDEX_SUFFIX, prefix + _INDEX_SUFFIX, overwrite=True)
-    model.config.to_json_file(os.path.join(directory, CONFIG_FILE))
-    if update_state:
-        earlier = [p for p in checkpoint_prefixes(directory) if p != prefix]
-        write_checkpoint_state(directory, prefix, earlier + [prefix])
+    try:
+        model.config.to_json_file(os.path.join(directory, CONFIG_FILE))
+        if update_state:
+            earlier = [p for p in checkpoint_prefixes(directory) if p != prefix]
+            write_checkpoint_state(directory, prefix, earlier + [prefix])
+    except files.OutputError as e:
+        # The state file still names the previous checkpoint: drop this one, never listed.
+        delete_checkpoint(prefix)
+        raise files.OutputError(f"checkpoint {prefix}: {e}") from None
     return prefix

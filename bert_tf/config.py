@@ -4,6 +4,8 @@ import copy
 import json
 import os
 
+from bert_tf import files
+
 # The keys of a released bert_config.json, in the order the original writes them.
 _REQUIRED_KEYS = (
     "vocab_size",
@@ -149,11 +151,7 @@ class BertConfig:
 
     def to_json_file(self, json_file):
         """Writes the config; the file appears whole or not at all."""
-        path = os.fspath(json_file)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(self.to_json_string())
-        os.replace(tmp, path)
+        files.write_atomic(json_file, self.to_json_string())
 
     def __eq__(self, other):
         return isinstance(other, BertConfig) and self.to_dict() == other.to_dict()

@@ -91,5 +91,15 @@ class BertModel(keras.Model):
         return {"config": self.config.to_dict(), "name": self.name}
 
     @classmethod
+    def from_pretrained(cls, path):
+        """The encoder with the weights of a local folder: a Google release
+        (`bert_config.json`, `bert_model.ckpt.*`) or a Hugging Face Hub snapshot (`config.json`,
+        `model.safetensors` or `pytorch_model.bin`), converted as `python -m bert_tf.hf import`
+        does. No download."""
+        from bert_tf.hf.convert import load_pretrained
+
+        return load_pretrained(path, "encoder")
+
+    @classmethod
     def from_config(cls, config):
         return cls(**config)

@@ -35,12 +35,11 @@ for `bert_tf.predict`.
 
 import json
 import os
-import shutil
 
 import tensorflow as tf
 from absl import app, flags
 
-from bert_tf import tokenization
+from bert_tf import files, tokenization
 from bert_tf.checkpoints import load_original_checkpoint, resolve_checkpoint_path
 from bert_tf.config import BertConfig
 from bert_tf.data.conll import OUTSIDE
@@ -547,20 +546,17 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
 
 def save_export(module, info, output_dir):
     """Writes the SavedModel and bert_tf_export.json to `output_dir`, through a temporary
-    directory renamed when complete (an existing export there is replaced)."""
-    output_dir = os.fspath(output_dir)
-    tmp = f"{output_dir.rstrip('/')}.tmp-{os.getpid()}"
-    if tf.io.gfile.exists(tmp):
-        tf.io.gfile.rmtree(tmp)
+    directory renamed when complete (an existing export there is replaced; a full disk leaves
+    it as it was and raises `files.OutputError`)."""
+    output_dir = os.fspath(output_dir).rstrip("/")
     # Keras 3 variables wrap tf.Variables; tracking those directly puts them in the SavedModel's
     # TF1 view (its saver), which `saved_model_cli run` restores from.
     module.tf_variables = [v.value for v in module.model.weights]
-    tf.saved_model.save(module, tmp, signatures=module.signatures())
-    with tf.io.gfile.GFile(os.path.join(tmp, EXPORT_INFO_FILE), "w") as f:
-        f.write(json.dumps(info, indent=2) + "\n")
-    if tf.io.gfile.exists(output_dir):
-        shutil.rmtree(output_dir)
-    os.replace(tmp, output_dir)
+    needed = sum(v.shape.num_elements() * v.dtype.size for v in module.tf_variables)
+    with files.atomic_path(output_dir, needed=needed) as tmp:
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        with files.open_for_write(os.path.join(tmp, EXPORT_INFO_FILE)) as f:
+            f.write(json.dumps(info, indent=2) + "\n")
     return output_dir
 
 

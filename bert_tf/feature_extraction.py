@@ -33,6 +33,7 @@ import time
 import numpy as np
 from absl import logging
 
+from bert_tf import files
 from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN, pad_to, pair_tokens
 
 NUM_LOGGED_EXAMPLES = 5
@@ -435,56 +436,20 @@ class _Progress:
                      done, self.total, rate, elapsed, left)
 
 
-def _open_output(path):
-    if "://" in path:
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-        return tf.io.gfile.GFile(path, "w")
-    return open(path, "w", encoding="utf-8", newline="\n")
-
-
-def _rename(tmp, path):
-    if "://" in path:
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-        tf.io.gfile.rename(tmp, path, overwrite=True)
-    else:
-        os.replace(tmp, path)
-
-
-def _remove(path):
-    try:
-        if "://" in path:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-            tf.io.gfile.remove(path)
-        else:
-            os.remove(path)
-    except Exception:  # pylint: disable=broad-except
-        pass
-
-
 def write_json_lines(output_file, results, layer_indexes, total, progress_seconds=30.0):
     """Writes one JSON line per (InputFeatures, values [K, T, H]) of `results`.
 
-    The lines go to `<output_file>.tmp-<pid>`, renamed to `output_file` once all are written
-    (removed on error). Returns the number of lines.
+    The lines go to a temporary file beside `output_file`, renamed to it once all are written
+    (removed on error; `files.atomic_open`). Returns the number of lines.
     """
-    output_file = os.fspath(output_file)
-    tmp = f"{output_file}.tmp-{os.getpid()}"
     progress = _Progress(total, progress_seconds)
     count = 0
-    try:
-        with _open_output(tmp) as writer:
-            for feature, values in results:
-                writer.write(json_line(feature.unique_id, feature.tokens, layer_indexes, values))
-                writer.write("\n")
-                count += 1
-                progress.update(count)
-        _rename(tmp, output_file)
-    except BaseException:
-        _remove(tmp)
-        raise
+    with files.atomic_open(output_file) as writer:
+        for feature, values in results:
+            writer.write(json_line(feature.unique_id, feature.tokens, layer_indexes, values))
+            writer.write("\n")
+            count += 1
+            progress.update(count)
     progress.update(count, force=True)
     return count
 

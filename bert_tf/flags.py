@@ -43,6 +43,11 @@ def define_fine_tuning_flags():
                          "How often to save the model checkpoint.")
     flags.DEFINE_integer("iterations_per_loop", 1000,
                          "Steps run inside one tf.function call between host-side work.")
+    flags.DEFINE_float("layerwise_lr_decay", 1.0,
+                       "ELECTRA's layer-wise learning-rate decay (its run_finetuning.py): with "
+                       "L layers, the embeddings train at lr * decay^(L+2), layer i at "
+                       "lr * decay^(L+1-i), the pooler and task head at lr. 1.0 = off; ELECTRA "
+                       "fine-tunes with 0.8 (0.9 for Large).")
 
 
 def define_trainer_flags(shuffle_buffer_size=100):
@@ -74,6 +79,20 @@ def define_trainer_flags(shuffle_buffer_size=100):
     flags.DEFINE_integer("gradient_accumulation_steps", 1,
                          "Micro-batches per optimizer step; --train_batch_size stays the "
                          "global batch of one step.")
+    flags.DEFINE_bool("dynamic_padding", True,
+                      "Cut each batch to its longest sequence (input_mask), rounded up to a "
+                      "multiple of --padding_width, instead of computing max_seq_length "
+                      "positions; eval and predict run the records in length order and write "
+                      "their outputs in input order. The same results (within float rounding); "
+                      "false pads every batch to max_seq_length as the original. Not on TPU.")
+    flags.DEFINE_integer("padding_width", 16,
+                         "With --dynamic_padding: batch lengths are multiples of this, so at "
+                         "most max_seq_length / padding_width shapes are traced or compiled.")
+    flags.DEFINE_bool("group_by_length", False,
+                      "Training batches of similar lengths: windows of 50 steps of the "
+                      "shuffled stream sorted by length, the batches in random order. The "
+                      "same records as without it, but not in the original's batches (another "
+                      "trajectory); fewer padded positions with --dynamic_padding.")
     flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
                        "fp16 only: the first dynamic loss scale (halved on each overflow, "
                        "doubled after 2000 finite steps; restored from checkpoints).")
@@ -111,6 +130,11 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         optimizer=FLAGS.optimizer,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         initial_loss_scale=FLAGS.initial_loss_scale,
+        dynamic_padding=FLAGS.dynamic_padding,
+        padding_width=FLAGS.padding_width,
+        group_by_length=FLAGS.group_by_length,
+        # a fine-tuning flag (define_fine_tuning_flags); other scripts keep the default
+        **({"layerwise_lr_decay": FLAGS.layerwise_lr_decay} if "layerwise_lr_decay" in FLAGS else {}),
     )
 
 
@@ -138,6 +162,7 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
 
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.files import OutputError
     from bert_tf.tokenization import VocabError
     from bert_tf.training.input_pipeline import InputError
     from bert_tf.training.output_lock import OutputDirInUseError
@@ -155,7 +180,8 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
             options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
             out = run(config, options, strategy, **do)
     except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
-            VocabError, FloatingPointError, OutputDirInUseError) + tuple(task_errors) as e:
+            VocabError, FloatingPointError, OutputError, OutputDirInUseError) + tuple(
+                task_errors) as e:
         print(f"{script}: error: {e}", file=sys.stderr)
         return 1
     if out.get("checkpoint"):

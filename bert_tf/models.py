@@ -52,3 +52,13 @@ class BertTaskModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+    @classmethod
+    def from_pretrained(cls, path, head=None):
+        """The model with the weights of a local folder: a Google release or a Hugging Face
+        Hub snapshot (see `BertModel.from_pretrained`). Without `head`, the checkpoint's
+        fine-tuning head (classifier, SQuAD span or tagging, with its number of labels); with
+        one, its weights come from the checkpoint when they are there."""
+        from bert_tf.hf.convert import load_pretrained
+
+        return load_pretrained(path, "task", head=head)

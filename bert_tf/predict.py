@@ -4,8 +4,9 @@
         [--batch_size=32]
 
 Reads UTF-8 lines from --input_file (default stdin) and writes one JSON object per line, in
-order, to --output_file (default stdout; a file is written to `<path>.tmp-<pid>` and renamed
-when complete). What a line holds depends on the export's task (its bert_tf_export.json):
+order, to --output_file (default stdout; a file is written under a temporary name and renamed
+when complete: never half-written). What a line holds depends on the export's task (its
+bert_tf_export.json):
 
   classifier, features  `text_a` or `text_a<TAB>text_b`
                         -> classifier {"label": str, "probabilities": {label: float}}
@@ -21,10 +22,12 @@ Only the line's final newline is removed; other whitespace is the model's busine
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 
+from bert_tf import files
 from bert_tf.export import EXPORT_INFO_FILE
 
 _FIELDS = {"classifier": ("text_a", "text_b"), "features": ("text_a", "text_b"),
@@ -108,7 +111,14 @@ def predict_lines(export_dir, lines, batch_size=32):
     except ImportError:
         pass
 
-    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    try:
+        serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    except (tf.errors.OpError, OSError, ValueError, IndexError) as e:
+        # e.g. a truncated variables/variables.data-* file ("Read less bytes than requested").
+        lines = str(getattr(e, "message", e)).strip().splitlines()
+        raise PredictError(f"--export_dir={export_dir}: cannot load the SavedModel; its files "
+                           f"are damaged or incomplete ({lines[0] if lines else type(e).__name__})"
+                           ) from None
     names = _FIELDS[task]
     batch = []
 
@@ -145,22 +155,19 @@ def main(argv=None):
                   else sys.stdin)
     except OSError as e:
         parser.error(f"--input_file={args.input_file}: {e.strerror}")
-    tmp = f"{args.output_file}.tmp-{os.getpid()}" if args.output_file else None
-    sink = open(tmp, "w", encoding="utf-8") if tmp else sys.stdout
+    sink = (files.atomic_open(args.output_file) if args.output_file
+            else contextlib.nullcontext(sys.stdout))
     try:
-        for row in predict_lines(args.export_dir, source, args.batch_size):
-            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with sink as out:  # a file is renamed to --output_file only once complete
+            for row in predict_lines(args.export_dir, source, args.batch_size):
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
     except (PredictError, UnicodeDecodeError) as e:
-        if tmp:  # never leave a partial output behind
-            sink.close()
-            os.remove(tmp)
         raise SystemExit(f"bert_tf.predict: {source_name}: {e}") from None
+    except files.OutputError as e:
+        raise SystemExit(f"bert_tf.predict: {e}") from None
     finally:
         if args.input_file:
             source.close()
-    if tmp:
-        sink.close()
-        os.replace(tmp, args.output_file)
 
 
 if __name__ == "__main__":

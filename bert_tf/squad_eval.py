@@ -42,10 +42,11 @@ belong to these predictions.
 import argparse
 import collections
 import json
-import os
 import re
 import string
 import sys
+
+from bert_tf import files
 
 __all__ = ["SquadEvalError", "normalize_answer", "exact_match_score", "f1_score", "evaluate",
            "main"]
@@ -254,10 +255,11 @@ def main(argv=None):
         return 2
     text = json.dumps(result, indent=2)
     if args.out_file:
-        temp = f"{args.out_file}.tmp-{os.getpid()}"
-        with open(temp, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.replace(temp, args.out_file)
+        try:
+            files.write_atomic(args.out_file, text + "\n")
+        except files.OutputError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     else:
         print(text)
     return 0

@@ -39,13 +39,12 @@ import collections
 import itertools
 import json
 import math
-import os
 import sys
 
 import numpy as np
 from absl import logging
 
-from bert_tf import tokenization
+from bert_tf import files, tokenization
 
 __all__ = [
     "RawResult",
@@ -484,26 +483,6 @@ def _dumps_indent4(obj):
         return json.dumps(obj, indent=4)
 
 
-def _write_atomically(path, text):
-    path = str(path)
-    temp = f"{path}.tmp-{os.getpid()}"
-    try:
-        if "://" in path:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
-
-            with tf.io.gfile.GFile(temp, "w") as f:
-                f.write(text)
-            tf.io.gfile.rename(temp, path, overwrite=True)
-        else:
-            with open(temp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(temp, path)
-    except BaseException:
-        if "://" not in path and os.path.exists(temp):
-            os.remove(temp)
-        raise
-
-
 def write_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
                       do_lower_case, output_prediction_file, output_nbest_file,
                       output_null_log_odds_file, version_2_with_negative=False,
@@ -518,7 +497,7 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
       n_best_size, max_answer_length, do_lower_case, version_2_with_negative,
       null_score_diff_threshold, verbose_logging: the run_squad.py flags (20, 30, -, False,
         0.0, False).
-      output_*_file: paths; each is written to `<path>.tmp-<pid>` and renamed.
+      output_*_file: paths; each is written whole or not at all (`files.write_atomic`).
 
     Returns:
       (predictions, nbest, null_odds) as `compute_predictions`.
@@ -531,8 +510,8 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
     predictions, nbest, null_odds = compute_predictions(
         all_examples, all_features, all_results, n_best_size, max_answer_length, do_lower_case,
         version_2_with_negative, null_score_diff_threshold, verbose_logging)
-    _write_atomically(output_prediction_file, _dumps_indent4(predictions) + "\n")
-    _write_atomically(output_nbest_file, _dumps_indent4(nbest) + "\n")
+    files.write_atomic(output_prediction_file, _dumps_indent4(predictions) + "\n")
+    files.write_atomic(output_nbest_file, _dumps_indent4(nbest) + "\n")
     if version_2_with_negative:
-        _write_atomically(output_null_log_odds_file, _dumps_indent4(null_odds) + "\n")
+        files.write_atomic(output_null_log_odds_file, _dumps_indent4(null_odds) + "\n")
     return predictions, nbest, null_odds

@@ -16,7 +16,8 @@ The pipeline, as the original defines it (the original code is the authority):
   3. every CJK ideograph the original lists (see `_is_chinese_char`) is surrounded by spaces;
   4. the text is split on whitespace (`str.split()`, which also splits on U+2028/U+2029);
   5. with `do_lower_case`, each word is lower-cased (`str.lower`, so with the final-sigma rule),
-     NFD-normalized and stripped of category Mn characters;
+     NFD-normalized and stripped of category Mn characters (the last two skipped with
+     `strip_accents=False`, ELECTRA's tokenizer option);
   6. each word is split around punctuation (ASCII non-alphanumerics and category P*);
   7. each piece is WordPiece-tokenized: greedy longest match first, continuations prefixed
      `##`; a piece longer than 200 code points, or one the vocab cannot cover, becomes `[UNK]`.
@@ -257,8 +258,10 @@ class BasicTokenizer:
     """Cleaning, CJK splitting, whitespace splitting, optional lower-casing/accent stripping,
     punctuation splitting (steps 1-6 of the module docstring)."""
 
-    def __init__(self, do_lower_case=True):
+    def __init__(self, do_lower_case=True, strip_accents=True):
         self.do_lower_case = do_lower_case
+        # ELECTRA's tokenizer option; like there, it only applies when lower-casing.
+        self.strip_accents = strip_accents
 
     def tokenize(self, text):
         """Returns the list of words (str) of `text` (str or bytes)."""
@@ -274,7 +277,9 @@ class BasicTokenizer:
     def _split_word(self, word):
         """Steps 5-6 on one whitespace-separated word: a list of non-empty pieces."""
         if self.do_lower_case:
-            word = self._run_strip_accents(word.lower())
+            word = word.lower()
+            if self.strip_accents:
+                word = self._run_strip_accents(word)
         # Surrounding punctuation with spaces then splitting is the original's punctuation split
         # followed by its final whitespace split (which also drops pieces left empty when a word
         # was nothing but accents).
@@ -361,11 +366,13 @@ class FullTokenizer:
     Args:
       vocab_file: path of a vocab file (one token per line).
       do_lower_case: lower-case and strip accents (uncased models) or not (cased models).
+      strip_accents: with `do_lower_case`, strip accents (BERT always does); False keeps them,
+        as ELECTRA's tokenizer option `strip_accents=False`.
       cache_size: how many distinct words (and, separately, word pieces) to memoize; 0
         disables the memos. They only change speed, never output.
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, cache_size=200_000):
+    def __init__(self, vocab_file, do_lower_case=True, cache_size=200_000, strip_accents=True):
         self.vocab = load_vocab(vocab_file)
         if UNK_TOKEN not in self.vocab:
             raise VocabError(
@@ -373,7 +380,7 @@ class FullTokenizer:
                 "words the vocab cannot cover")
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
         self.do_lower_case = do_lower_case
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case, strip_accents=strip_accents)
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
         # Two memos of ids: whole whitespace-separated words ("word," and "(word" are distinct
         # entries) and the punctuation-split pieces they are made of (which they share), so
@@ -381,6 +388,15 @@ class FullTokenizer:
         self._cache = {}
         self._piece_cache = {}
         self._cache_size = cache_size
+
+    @classmethod
+    def from_pretrained(cls, folder, do_lower_case=None, **kwargs):
+        """The tokenizer of a local folder: its vocab.txt, else a Hub snapshot's
+        tokenizer.json WordPiece vocab. `do_lower_case` None = as its tokenizer_config.json
+        (or tokenizer.json) says, else as a released model's folder name says, else True."""
+        from bert_tf.hf.tokenizer_files import tokenizer_from_pretrained
+
+        return tokenizer_from_pretrained(folder, do_lower_case, **kwargs)
 
     def _memo(self, cache, key, value):
         if self._cache_size:

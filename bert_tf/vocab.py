@@ -23,7 +23,7 @@ import importlib.util
 import os
 import sys
 
-from bert_tf import tokenization
+from bert_tf import files, tokenization
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -157,14 +157,7 @@ def write_vocab(vocab, output_file):
     directory = os.path.dirname(os.path.abspath(output_file))
     if not os.path.isdir(directory):
         raise VocabBuildError(f"--output_file: directory {directory!r} does not exist")
-    tmp = f"{output_file}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, output_file)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    files.write_atomic(output_file, data)
 
 
 def build_vocab_file(input_file, output_file, vocab_size, do_lower_case=True,
@@ -239,7 +232,7 @@ def run():
     def _main(argv):
         try:
             main(argv)
-        except (VocabBuildError, tokenization.VocabError) as e:
+        except (VocabBuildError, tokenization.VocabError, files.OutputError) as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(1)
 

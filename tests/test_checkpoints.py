@@ -1,11 +1,12 @@
 import os
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertModel, BertPretrainingModel
-from bert_tf import checkpoints
+from bert_tf import checkpoints, files
 from bert_tf.checkpoints import (
     CheckpointError, load_original_checkpoint, original_variable_map, save_original_checkpoint,
 )
@@ -216,3 +217,126 @@ def test_optimizer_state_is_checked(tmp_path):
     with pytest.raises(CheckpointError, match="expected shape \\[16\\], got \\[3\\]"):
         save_original_checkpoint(model, tmp_path / "m.ckpt", optimizer_state={"adam_m": {"bert/pooler/dense/bias": np.zeros(3)}})
     assert not os.path.exists(tmp_path / "m.ckpt.index")
+
+
+# -- damaged files (issue 18) -----------------------------------------------------------------
+
+def _cut_data(prefix):
+    path = f"{prefix}.data-00000-of-00001"
+    os.truncate(path, os.path.getsize(path) // 2)
+    return rf"{path} \(.*\) is cut short: tensor \S+ lies beyond its end"
+
+
+def _empty_data(prefix):
+    os.truncate(f"{prefix}.data-00000-of-00001", 0)
+    return r"\.data-00000-of-00001 \(0 bytes\) is cut short"
+
+
+def _flip_data_byte(prefix):
+    path = f"{prefix}.data-00000-of-00001"
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    return rf"{path} \(.*\) is corrupt: tensor \S+ fails its checksum"
+
+
+def _remove_data(prefix):
+    os.remove(f"{prefix}.data-00000-of-00001")
+    return rf"{prefix}\.data-00000-of-00001 \(its data\) is missing"
+
+
+def _garble_index(prefix):
+    with open(f"{prefix}.index", "wb") as f:
+        f.write(np.random.RandomState(0).bytes(300))
+    return rf"{prefix}\.index is not a readable checkpoint index \(not an sstable"
+
+
+def _cut_index(prefix):
+    os.truncate(f"{prefix}.index", 100)
+    return rf"{prefix}\.index is not a readable checkpoint index \("
+
+
+@pytest.mark.parametrize("damage", [_cut_data, _empty_data, _flip_data_byte, _remove_data,
+                                    _garble_index, _cut_index])
+def test_a_damaged_checkpoint_is_one_line_naming_the_file(tmp_path, damage):
+    prefix = str(tmp_path / "model.ckpt-3")
+    save_original_checkpoint(_model(), prefix, global_step=3,
+                             optimizer_state={"adam_m": {"bert/pooler/dense/bias": np.ones(16)}})
+    expected = damage(prefix)
+    model = _model()
+    before = [v.numpy() for v in model.weights]
+    with pytest.raises(checkpoints.DamagedCheckpointError) as err:
+        load_original_checkpoint(model, prefix)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"checkpoint {prefix} is damaged: ")
+    assert err.value.prefix == prefix
+    assert re.search(expected, message), message
+    # Every tensor is read before the first assignment: the model is as it was.
+    for old, new in zip(before, model.weights):
+        np.testing.assert_array_equal(new.numpy(), old)
+
+
+def test_verify_checkpoint_reads_every_tensor_of_any_dtype(tmp_path):
+    dataset = tf.data.Dataset.range(10).shuffle(5, seed=1)
+    iterator = iter(dataset)
+    next(iterator)
+    prefix = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "state"))
+    checkpoints.verify_checkpoint(prefix)  # a variant tensor: get_tensor cannot read it
+    _cut_data(prefix)
+    with pytest.raises(checkpoints.DamagedCheckpointError, match="is cut short"):
+        checkpoints.verify_checkpoint(prefix)
+
+
+# -- a full disk (issue 18) -------------------------------------------------------------------
+
+def _snapshot(directory):
+    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+def test_full_disk_while_saving_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    model = _model()
+    save_original_checkpoint(model, tmp_path / "model.ckpt-1", global_step=1)
+    before = _snapshot(tmp_path)
+    real_save = tf.raw_ops.SaveV2
+
+    def save_part_way(prefix, tensor_names, shape_and_slices, tensors):
+        # As TF's bundle writer on a full disk: a partial `.tempstate` data file, then the error.
+        with open(f"{prefix}.data-00000-of-00001.tempstate123", "wb") as f:
+            f.write(b"\0" * 1000)
+        raise tf.errors.ResourceExhaustedError(
+            None, None, f"{prefix}.data-00000-of-00001.tempstate123; No space left on device")
+
+    monkeypatch.setattr(tf.raw_ops, "SaveV2", save_part_way)
+    with pytest.raises(files.OutputError) as err:
+        save_original_checkpoint(model, tmp_path / "model.ckpt-2", global_step=2)
+    # The tensors (global_step: 8 bytes) and about 128 bytes of index per tensor.
+    needed = sum(v.numpy().nbytes for v in model.weights) + 8 + 128 * (len(model.weights) + 1)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"cannot write checkpoint {tmp_path / 'model.ckpt-2'}: no space "
+                              f"left on the device of {tmp_path} (it needs about ")
+    assert f"(it needs about {files.format_bytes(needed)}; " in message
+    assert _snapshot(tmp_path) == before  # nothing left behind, nothing changed
+    monkeypatch.setattr(tf.raw_ops, "SaveV2", real_save)
+    save_original_checkpoint(model, tmp_path / "model.ckpt-2", global_step=2)
+    assert checkpoints.latest_checkpoint(str(tmp_path)) == str(tmp_path / "model.ckpt-2")
+
+
+def test_full_disk_while_writing_the_state_file(tmp_path, monkeypatch):
+    model = _model()
+    save_original_checkpoint(model, tmp_path / "model.ckpt-1", global_step=1)
+    before = _snapshot(tmp_path)
+    real_write = files.write_atomic
+
+    def full(path, data):
+        if os.path.basename(path) == checkpoints.STATE_FILE:
+            raise files.OutputError(f"cannot write {path}: no space left")
+        return real_write(path, data)
+
+    monkeypatch.setattr(files, "write_atomic", full)
+    with pytest.raises(files.OutputError, match="model.ckpt-2: cannot write .*checkpoint"):
+        save_original_checkpoint(model, tmp_path / "model.ckpt-2", global_step=2)
+    # The state file still names model.ckpt-1, and no unlisted model.ckpt-2 is left.
+    assert _snapshot(tmp_path) == before

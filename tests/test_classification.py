@@ -15,12 +15,12 @@ from conftest import golden_path
 
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
 from bert_tf.config import BertConfig
-from bert_tf.tasks.classification import ClassificationTask
+from bert_tf.tasks.classification import ClassificationTask, ClassifierOptions, run
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (
     assert_close, assert_matches_golden, assert_mirrored_equals_default,
-    assert_sigkill_and_resume_is_uninterrupted, finetune_driver_args, read_checkpoint,
-    write_config, zero_gradient_bounds,
+    assert_eval_results_equal, assert_sigkill_and_resume_is_uninterrupted,
+    finetune_driver_args, read_checkpoint, write_config, zero_gradient_bounds,
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "classifier_model"
@@ -240,3 +240,81 @@ def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
     assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
         config_file, dropout_rate=0.1, num_train_steps=total, save_checkpoints_steps=2,
         num_warmup_steps=3, keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7), total)
+
+
+# --- dynamic padding ------------------------------------------------------------------------------
+# The recording's records are 17 to 32 pieces long; with a padding width of 4 the first two
+# batches (file order, 4 records) are cut to 28 and 24 positions.
+CUT_WIDTH = 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_three_steps_on_cut_batches_match_the_original(tmp_path, init_checkpoint, accumulation):
+    """Cut batches (and their gradient-accumulation micro-batches, which share the cut)
+    give the original's padded steps."""
+    trainer = Trainer(golden_config(), make_task(),
+                      options(tmp_path, init_checkpoint=init_checkpoint,
+                              padding_width=CUT_WIDTH,
+                              gradient_accumulation_steps=accumulation))
+    stream = trainer.input_stream([TRAIN], BATCH_SIZE, is_training=True)
+    lengths = [stream.get_next()["input_ids"].shape[1] for _ in range(RECORDED_STEPS)]
+    assert lengths == [28, 24, 32]
+    history = []
+    trainer.train([TRAIN], step_callback=lambda step, values: history.append((step, values)))
+    for (step, ours), expected in zip(history, EXPECTED["steps"]["0"]):
+        assert ours["total_loss"] == pytest.approx(expected["loss"], rel=1e-5), step
+    ours = read_checkpoint(tmp_path / f"model.ckpt-{RECORDED_STEPS}")
+    original = read_checkpoint(DATA / "warmup0" / f"model.ckpt-{RECORDED_STEPS}")
+    assert_matches_golden(ours, original)
+
+
+@pytest.mark.slow
+def test_eval_and_test_results_in_length_order_equal_the_padded_run(tmp_path_factory,
+                                                                    tmp_path, init_checkpoint):
+    """run_classifier's eval_results.txt and test_results.tsv with dynamic padding (records in
+    length order, cut batches) equal those of batches padded to max_seq_length."""
+    trained_dir, _ = trained(tmp_path_factory, init_checkpoint, 0)
+    prefix = trained_dir / f"model.ckpt-{RECORDED_STEPS}"
+    out = {}
+    for name, overrides in {"padded": dict(dynamic_padding=False),
+                            "cut": dict(padding_width=CUT_WIDTH)}.items():
+        output_dir = copy_checkpoint(prefix, tmp_path / name)
+        run(golden_config(), ClassifierOptions(
+            data_dir=str(DATA), task_name="mrpc", vocab_file=str(golden_path("train",
+                                                                             "vocab.txt")),
+            output_dir=str(output_dir), max_seq_length=MAX_SEQ_LENGTH,
+            eval_batch_size=BATCH_SIZE, predict_batch_size=BATCH_SIZE, **overrides),
+            do_eval=True, do_predict=True)
+        out[name] = output_dir
+    assert_eval_results_equal(out["padded"] / "eval_results.txt",
+                              out["cut"] / "eval_results.txt")
+    rows = {name: [[float(x) for x in line.split("\t")]
+                   for line in (path / "test_results.tsv").read_text().splitlines()]
+            for name, path in out.items()}
+    assert len(rows["cut"]) == len(rows["padded"]) == EXPECTED["counts"]["test"]
+    np.testing.assert_allclose(rows["cut"], rows["padded"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_mirrored_on_two_cpus_with_cut_batches_equals_default(tmp_path, init_checkpoint):
+    """Two replicas share one cut length (the longest of the global batch); eval in length
+    order gathers the per-example outputs of both."""
+    config_file = golden_path("train", "bert_config.json")
+    single, mirrored = assert_mirrored_equals_default(tmp_path, driver_args(
+        config_file, init_checkpoint=str(init_checkpoint), do_eval=True,
+        padding_width=CUT_WIDTH))
+    for key, value in single["results"].items():
+        assert mirrored["results"][key] == pytest.approx(value, rel=1e-5), key
+
+
+@pytest.mark.slow
+def test_group_by_length_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
+    """--group_by_length: a run killed after its step-4 checkpoint resumes inside a window of
+    sorted records exactly where it was."""
+    config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
+    total = 12
+    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
+        config_file, dropout_rate=0.1, num_train_steps=total, save_checkpoints_steps=2,
+        num_warmup_steps=3, keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7,
+        group_by_length=True, padding_width=CUT_WIDTH), total)

@@ -424,7 +424,7 @@ def test_rewrite_removes_the_old_sidecar_first(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(cls, "_replace", fail)
+    monkeypatch.setattr(cls.files, "replace", fail)
     with pytest.raises(OSError):
         cls.write_classifier_records(examples, ["0", "1"], 8, tokenizer(), out, meta=meta)
     assert not cls.records_are_current(out, meta)

@@ -378,6 +378,31 @@ def test_bad_flags_are_clear_errors(golden, tmp_path):
     assert export.read_labels("x, y", None) == ["x", "y"]
 
 
+def test_damaged_checkpoint_or_export_is_one_line(golden, exports, tmp_path):
+    """Issue 18: a checkpoint or SavedModel whose data file was cut short."""
+    config, checkpoint, vocab_file, _ = golden
+    damaged = str(tmp_path / "bert_model.ckpt")
+    for suffix in (".index", ".data-00000-of-00001"):
+        shutil.copy(checkpoint + suffix, damaged + suffix)
+    data = damaged + ".data-00000-of-00001"
+    os.truncate(data, os.path.getsize(data) // 2)
+    with pytest.raises(ValueError) as err:  # bert_tf.export prints ValueErrors as one line
+        export.build_export("features", config, damaged, vocab_file,
+                            max_seq_length=MAX_SEQ_LENGTH)
+    assert str(err.value).startswith(f"checkpoint {damaged} is damaged: {data} (")
+    assert "is cut short" in str(err.value) and "\n" not in str(err.value)
+
+    export_dir = tmp_path / "export"
+    shutil.copytree(exports["features"][1], export_dir)
+    variables = export_dir / "variables" / "variables.data-00000-of-00001"
+    os.truncate(variables, os.path.getsize(variables) // 2)
+    with pytest.raises(predict.PredictError) as err:
+        list(predict.predict_lines(str(export_dir), ["a line"]))
+    assert str(err.value).startswith(f"--export_dir={export_dir}: cannot load the SavedModel; "
+                                     "its files are damaged or incomplete (")
+    assert "\n" not in str(err.value)
+
+
 def test_doc_stride_defaults_to_the_training_scripts(golden, tables, exports):
     """Without --doc_stride a tagging export windows as run_tagging.py (64), SQuAD as
     run_squad.py (128), so its answers are the evaluation's."""

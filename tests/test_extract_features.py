@@ -228,3 +228,21 @@ def test_bf16_and_mirrored_strategy(tmp_path):
             for la, lb in zip(fa["layers"], fb["layers"]):
                 # bfloat16 keeps 8 significant bits: values of order 1 move by a few 1e-2.
                 assert np.abs(np.array(la["values"]) - np.array(lb["values"])).max() < 0.25
+
+
+def test_damaged_init_checkpoint_is_one_line(tmp_path):
+    """Issue 18: --init_checkpoint cut short."""
+    from bert_tf import BertConfig, BertModel
+    from bert_tf.checkpoints import save_original_checkpoint
+    from conftest import tiny_config_dict
+
+    config = BertConfig.from_dict(tiny_config_dict())
+    prefix = str(tmp_path / "bert_model.ckpt")
+    save_original_checkpoint(BertModel(config), prefix)
+    data = prefix + ".data-00000-of-00001"
+    os.truncate(data, os.path.getsize(data) // 2)
+    with pytest.raises(fe.FeatureExtractionError) as err:
+        fe.build_model(config, prefix)
+    assert str(err.value).startswith(f"--init_checkpoint={prefix}: checkpoint {prefix} is "
+                                     f"damaged: {data} (")
+    assert "is cut short" in str(err.value) and "\n" not in str(err.value)

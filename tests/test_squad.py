@@ -51,8 +51,8 @@ def options(output_dir, **overrides):
     return TrainerOptions(**values)
 
 
-def read_features(path, is_training):
-    spec = SquadTask(MAX_SEQ_LENGTH).feature_spec(is_training)
+def read_features(path, is_training, max_seq_length=MAX_SEQ_LENGTH):
+    spec = SquadTask(max_seq_length).feature_spec(is_training)
     (batch,) = tf.data.TFRecordDataset(path).map(
         lambda r: tf.io.parse_single_example(r, spec)).batch(1000)
     return {k: tf.cast(v, tf.int32) for k, v in batch.items()}
@@ -283,3 +283,61 @@ def test_script_prints_one_line_errors(tmp_path):
     assert errors == ["run_squad.py: error: The max_seq_length (32) must be greater than "
                       "max_query_length (64) + 3"], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+# --- dynamic padding ------------------------------------------------------------------------------
+
+def test_training_batches_keep_max_seq_length_and_why(tmp_path, init_checkpoint):
+    """SQuAD's loss is a softmax over every position, padding included (the original's): the
+    logits at padded positions are not zero, so cutting a batch would change the loss. Its
+    training batches are never cut; its prediction batches are."""
+    trainer = Trainer(golden_config(), SquadTask(MAX_SEQ_LENGTH),
+                      options(tmp_path, init_checkpoint=init_checkpoint, padding_width=1))
+    stream = trainer.input_stream([TRAIN], BATCH_SIZE, is_training=True)
+    assert [stream.get_next()["input_ids"].shape[1] for _ in range(9)] == [32] * 9
+    features = read_features(TRAIN, is_training=True)
+    short = np.flatnonzero(features["input_mask"].numpy().sum(axis=1) < MAX_SEQ_LENGTH)
+    padded = {k: tf.gather(v, short) for k, v in features.items()}
+    longest = int(tf.reduce_max(tf.reduce_sum(padded["input_mask"], axis=1)))
+    assert len(short) >= 2 and longest < MAX_SEQ_LENGTH
+    cut = {k: v[:, :longest] if v.shape.rank == 2 else v for k, v in padded.items()}
+    trainer.restore()
+    count = tf.constant([float(len(short))])
+    losses = [trainer.task.compute_loss(trainer.model(f, training=False), f, count)
+              for f in (padded, cut)]
+    assert abs(float(losses[0]["total_loss"]) - float(losses[1]["total_loss"])) > 1e-3
+
+
+@pytest.mark.slow
+def test_predictions_in_length_order_equal_the_padded_run(tmp_path, init_checkpoint):
+    """predictions.json, nbest_predictions.json and null_odds.json (SQuAD 2.0, windows of
+    max_seq_length 64, so of varied lengths) with dynamic padding (windows in length order,
+    batches cut) equal those of windows padded to max_seq_length."""
+    v2_file = squad_v2(tmp_path / "squad_v2.json")
+    out = {}
+    for name, overrides in {"padded": dict(dynamic_padding=False),
+                            "cut": dict(padding_width=4)}.items():
+        out[name] = tmp_path / name
+        run(golden_config(), squad_options(
+            tmp_path, output_dir=str(out[name]), predict_file=v2_file,
+            version_2_with_negative=True, init_checkpoint=str(init_checkpoint),
+            max_seq_length=64, predict_batch_size=3, **overrides), do_predict=True)
+    records = read_features(str(out["cut"] / "eval.tf_record"), is_training=False,
+                            max_seq_length=64)
+    lengths = records["input_mask"].numpy().sum(axis=1)
+    assert len(set(lengths.tolist())) > 3 and lengths.min() < 56  # some batches are cut
+    assert (out["cut"] / "predictions.json").read_text() == \
+        (out["padded"] / "predictions.json").read_text()
+    for name in ("nbest_predictions.json", "null_odds.json"):
+        cut, padded = (json.loads((out[k] / name).read_text()) for k in ("cut", "padded"))
+        assert list(cut) == list(padded)
+        if name == "null_odds.json":
+            np.testing.assert_allclose([cut[k] for k in cut], [padded[k] for k in padded],
+                                       rtol=1e-6, atol=1e-6)
+            continue
+        for qas_id, entries in padded.items():
+            assert [e["text"] for e in cut[qas_id]] == [e["text"] for e in entries], qas_id
+            for key in ("probability", "start_logit", "end_logit"):
+                np.testing.assert_allclose([e[key] for e in cut[qas_id]],
+                                           [e[key] for e in entries], rtol=1e-6, atol=1e-6,
+                                           err_msg=f"{qas_id} {key}")

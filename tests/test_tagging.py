@@ -19,6 +19,7 @@ from bert_tf.tasks.tagging import TaggingError, TaggingOptions, TaggingTask, rea
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.trainer import TrainingError
 from conftest import tiny_config_dict
+from test_training_helpers import assert_eval_results_equal
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "mary", "paris", "london",
@@ -342,3 +343,25 @@ def test_script_prints_one_line_errors(setup):
     assert re.search(r"run_tagging\.py: error: .*train\.txt:2: expected a word and a tag",
                      proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_eval_and_predictions_in_length_order_equal_the_padded_run(trained):
+    """eval_results.txt, eval_predictions.txt and test_predictions.txt of the trained model
+    with dynamic padding (records in length order, batches cut to multiples of 2: 6, 8, 10
+    positions) equal those of batches padded to max_seq_length."""
+    outputs = {}
+    for name, overrides in {"padded": dict(dynamic_padding=False),
+                            "cut": dict(padding_width=2)}.items():
+        output_dir = trained.tmp_path / name
+        run(trained.config, trained.options(output_dir=str(output_dir),
+                                            init_checkpoint=trained.out["checkpoint"],
+                                            **overrides),
+            do_eval=True, do_predict=True)
+        outputs[name] = output_dir
+    padded, cut = outputs["padded"], outputs["cut"]
+    lengths = {int(r["input_mask"].sum()) for r in parse_records(cut / "eval.tf_record")}
+    assert len(lengths) > 2 and max(lengths) <= MAX_SEQ_LENGTH
+    assert_eval_results_equal(padded / "eval_results.txt", cut / "eval_results.txt")
+    for name in ("eval_predictions.txt", "test_predictions.txt"):
+        assert read_lines(cut / name) == read_lines(padded / name), name

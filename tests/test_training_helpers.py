@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import SHARED_DIR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,6 +128,7 @@ from bert_tf.config import BertConfig
 from bert_tf.checkpoints import original_variable_map
 from bert_tf.training.strategy import create_strategy
 import numpy as np
+import pytest
 strategy = create_strategy(args.pop("strategy", "default"))
 do_train, do_eval = args.pop("do_train", True), args.pop("do_eval", False)
 dump = args.pop("dump_weights", None)
@@ -498,3 +500,17 @@ def zero_gradient_bounds(task, config, checkpoints, batches, learning_rates, spa
     starts = [read_checkpoint(prefix) if prefix is not None else None
               for prefix in (checkpoints[0], start_b)]
     return ZeroGradientBounds(noise, learning_rates, *starts, **kwargs)
+
+
+def assert_eval_results_equal(path_a, path_b, tolerance=1e-6):
+    """Two eval_results.txt files: the same keys in the same order, global_step the same
+    string, every value within `tolerance` (relative, and absolute near zero)."""
+    lines_a, lines_b = (Path(p).read_text().splitlines() for p in (path_a, path_b))
+    pairs_a = [line.split(" = ") for line in lines_a]
+    pairs_b = [line.split(" = ") for line in lines_b]
+    assert [k for k, _ in pairs_a] == [k for k, _ in pairs_b]
+    for (key, a), (_, b) in zip(pairs_a, pairs_b):
+        if key == "global_step":
+            assert a == b
+        else:
+            assert float(a) == pytest.approx(float(b), rel=tolerance, abs=tolerance), key

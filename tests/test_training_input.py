@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.training import input_pipeline
 from bert_tf.training.input_pipeline import (
     InputError, InputStream, check_records, expand_input_patterns, make_dataset,
 )
@@ -95,20 +96,25 @@ def test_eval_stream_is_in_order_once_and_drops_the_remainder(records):
     assert len(list(d)) == 2  # 20 records -> 2 whole batches
 
 
-def test_stream_position_round_trips_through_a_checkpoint(tmp_path, records):
-    strategy = tf.distribute.get_strategy()
-
+def assert_position_round_trips(tmp_path, records, skip, take, **stream_args):
+    """A stream's position saved after `skip` batches, restored into a new stream: the next
+    `take` batches are those the first stream gives."""
     def stream():
-        return InputStream(strategy, [records], 16, 3, 4, is_training=True, seed=5)
+        return InputStream(tf.distribute.get_strategy(), [records], 16, 3, 4,
+                           is_training=True, seed=5, **stream_args)
 
     a = stream()
-    for _ in range(3):
+    for _ in range(skip):
         a.get_next()
     tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
-    expected = [first_ids(a.get_next()) for _ in range(4)]
+    expected = [first_ids(a.get_next()) for _ in range(take)]
     b = stream()
     tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos"))
-    assert [first_ids(b.get_next()) for _ in range(4)] == expected
+    assert [first_ids(b.get_next()) for _ in range(take)] == expected
+
+
+def test_stream_position_round_trips_through_a_checkpoint(tmp_path, records):
+    assert_position_round_trips(tmp_path, records, 3, 4)
 
 
 def test_batch_must_split_over_replicas(records):
@@ -118,3 +124,119 @@ def test_batch_must_split_over_replicas(records):
     with pytest.raises(InputError, match="--eval_batch_size=8 is not divisible by the 3 replicas"):
         InputStream(FakeStrategy(), [records], 16, 3, 8, is_training=False,
                     batch_flag="--eval_batch_size")
+
+
+def lengths_of(batch):
+    return batch["input_mask"].numpy().sum(axis=-1).tolist()
+
+
+def keys_of(batch):
+    return [tuple(row) for row in batch["input_ids"].numpy().tolist()]
+
+
+def test_group_by_length_sees_every_record_once_per_epoch(monkeypatch, records):
+    """Windows of 5 steps x 4 records = the 20 records (read in order, repeated): each epoch
+    is one window, sorted by length into batches of neighbouring lengths, in a random order
+    drawn from the seed and the window."""
+    monkeypatch.setattr(input_pipeline, "GROUP_WINDOW_STEPS", 5)
+    plain = list(make_dataset([records], 16, 3, batch_size=20, is_training=False))[0]
+    all_keys = sorted(keys_of(plain))
+
+    def epochs(seed):
+        d = make_dataset([records], 16, 3, batch_size=4, is_training=True,
+                         shuffle_buffer_size=0, seed=seed, group_by_length=True)
+        batches = list(d.take(15))
+        return [batches[i:i + 5] for i in range(0, 15, 5)]
+
+    grouped = epochs(3)
+    sorted_lengths = sorted(lengths_of(plain), reverse=True)
+    for epoch in grouped:
+        assert sorted(k for b in epoch for k in keys_of(b)) == all_keys
+        blocks = sorted((lengths_of(b) for b in epoch), reverse=True)
+        assert [x for block in blocks for x in block] == sorted_lengths
+    orders = [[lengths_of(b) for b in epoch] for epoch in grouped]
+    assert orders[0] != orders[1] or orders[1] != orders[2]  # random batch order
+    assert [[keys_of(b) for b in e] for e in epochs(3)] == \
+        [[keys_of(b) for b in e] for e in grouped]
+
+
+def test_group_by_length_permutes_each_window_of_the_shuffled_stream(monkeypatch, records):
+    monkeypatch.setattr(input_pipeline, "GROUP_WINDOW_STEPS", 3)
+
+    def stream(group):
+        d = make_dataset([records], 16, 3, batch_size=4, is_training=True, seed=9,
+                         shuffle_buffer_size=10, group_by_length=group)
+        return [keys_of(b) for b in d.take(12)]
+
+    plain, grouped = stream(False), stream(True)
+    for window in range(4):
+        part = slice(3 * window, 3 * window + 3)
+        assert sorted(k for b in grouped[part] for k in b) == \
+            sorted(k for b in plain[part] for k in b)
+    assert grouped != plain
+
+
+def test_group_by_length_position_round_trips_through_a_checkpoint(tmp_path, monkeypatch,
+                                                                   records):
+    monkeypatch.setattr(input_pipeline, "GROUP_WINDOW_STEPS", 4)
+    # 6 batches: into the second window.
+    assert_position_round_trips(tmp_path, records, 6, 6, group_by_length=True,
+                                sequence_keys=("input_ids", "input_mask"), padding_width=4)
+
+
+def test_stream_cuts_batches_to_their_longest_rounded_up(records):
+    strategy = tf.distribute.get_strategy()
+    cut = InputStream(strategy, [records], 16, 3, 4, is_training=False,
+                      sequence_keys=("input_ids", "input_mask", "segment_ids"), padding_width=4,
+                      position_keys=("masked_lm_positions",))
+    full = InputStream(strategy, [records], 16, 3, 4, is_training=False)
+    for _ in range(5):
+        a, b = cut.get_next(), full.get_next()
+        length = -(-max(lengths_of(b)) // 4) * 4
+        assert a["input_ids"].shape == (4, length)
+        np.testing.assert_array_equal(a["input_ids"], b["input_ids"][:, :length])
+        np.testing.assert_array_equal(a["masked_lm_positions"], b["masked_lm_positions"])
+
+
+def test_length_sorted_stream_gives_every_record_once_with_its_index(records):
+    strategy = tf.distribute.get_strategy()
+    stream = InputStream(strategy, [records], 16, 3, 8, is_training=False,
+                         pad_final_batch=True, sort_by_length=True,
+                         sequence_keys=("input_ids", "input_mask"), padding_width=1)
+    batches = [stream.get_next() for _ in range(3)]
+    with pytest.raises(StopIteration):
+        stream.get_next()
+    plain = list(make_dataset([records], 16, 3, batch_size=20, is_training=False))[0]
+    index = np.concatenate([b[input_pipeline.RECORD_INDEX].numpy() for b in batches])
+    assert sorted(index.tolist()) == [-1] * 4 + list(range(20))  # 20 records, 3 batches of 8
+    lengths = np.concatenate([b["input_mask"].numpy().sum(-1) for b in batches])[:20]
+    assert lengths.tolist() == sorted(lengths.tolist(), reverse=True)
+    np.testing.assert_array_equal(lengths, plain["input_mask"].numpy().sum(-1)[index[:20]])
+    assert [b["input_ids"].shape[1] for b in batches] == [
+        max(lengths_of(b)) for b in batches]
+
+
+def test_dynamic_padding_keeps_the_saved_input_position_interchangeable(tmp_path, records):
+    """The cut happens after the iterator: a position saved by a padded run restores into a
+    cut one (and back), e.g. when a run resumes with --dynamic_padding toggled."""
+    strategy = tf.distribute.get_strategy()
+
+    def stream(cut):
+        return InputStream(strategy, [records], 16, 3, 2, is_training=True, seed=5,
+                           sequence_keys=("input_ids", "input_mask") if cut else (),
+                           padding_width=4)
+
+    a = stream(False)
+    for _ in range(3):
+        a.get_next()
+    tf.train.Checkpoint(iterator=a.iterator).write(str(tmp_path / "pos"))
+    expected = [a.get_next()["input_ids"].numpy() for _ in range(8)]
+    b = stream(True)
+    tf.train.Checkpoint(iterator=b.iterator).read(str(tmp_path / "pos")).assert_consumed()
+    lengths = []
+    for want in expected:
+        got = b.get_next()["input_ids"].numpy()
+        lengths.append(got.shape[1])
+        np.testing.assert_array_equal(got, want[:, :got.shape[1]])
+        assert not want[:, got.shape[1]:].any()
+    assert min(lengths) < 16

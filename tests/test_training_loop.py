@@ -216,7 +216,10 @@ def _free_ports(n):
 
 
 @pytest.mark.slow
-def test_multi_worker_mirrored_two_local_workers_agree(tmp_path):
+# padding_width 4: each worker cuts its own batches (records of 6 to 16 pieces) to its own
+# length; the gradients all-reduce alike.
+@pytest.mark.parametrize("padding_width", [16, 4])
+def test_multi_worker_mirrored_two_local_workers_agree(tmp_path, padding_width):
     ports = _free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     procs = []
@@ -224,7 +227,8 @@ def test_multi_worker_mirrored_two_local_workers_agree(tmp_path):
         args = tiny_options(tmp_path, tmp_path / f"worker{index}", strategy="multi_worker_mirrored",
                             num_train_steps=4, save_checkpoints_steps=4, iterations_per_loop=2,
                             dump_weights=str(tmp_path / f"weights{index}.npz"), do_eval=True,
-                            eval_batch_size=8, max_eval_steps=100)
+                            eval_batch_size=8, max_eval_steps=100,
+                            padding_width=padding_width)
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
         procs.append(subprocess.Popen(
             [sys.executable, "-c", DRIVER, json.dumps(args)], stdout=subprocess.PIPE,

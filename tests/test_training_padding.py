@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.config import BertConfig
+from bert_tf.tasks.pretraining import PretrainingTask
 from bert_tf.training import padding
+from bert_tf.training.trainer import Trainer, TrainerOptions
+from test_training_helpers import TINY_CONFIG, write_records
 
 
 @pytest.mark.parametrize("longest, expected", [(0, 16), (1, 16), (16, 16), (17, 32), (120, 128),
@@ -41,3 +45,125 @@ def test_length_order_sorts_longest_first_stably_and_inverts():
     np.testing.assert_array_equal(order, [3, 1, 4, 0, 2])
     values = np.asarray(lengths)
     np.testing.assert_array_equal(values[order][inverse], values)
+
+
+def test_real_lengths_end_at_the_last_real_token():
+    mask = tf.constant([[1, 1, 1, 0, 0], [1, 0, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
+    np.testing.assert_array_equal(padding.real_lengths(mask).numpy(), [3, 3, 0, 5])
+
+
+def test_cut_batch_of_stacked_replicas_cuts_all_to_the_longest_and_keeps_positions():
+    mask = np.zeros([2, 2, 32], np.int32)  # 2 replicas x 2 sequences
+    mask[0, 0, :3] = 1
+    mask[1, 1, :9] = 1
+    features = {"input_ids": tf.constant(mask * 7), "input_mask": tf.constant(mask),
+                "masked_lm_positions": tf.constant([[[1, 0], [0, 0]], [[2, 0], [8, 0]]])}
+    cut = padding.cut_batch(features, ("input_ids", "input_mask"), 32, width=4, seq_axis=2,
+                            position_keys=("masked_lm_positions",))
+    assert cut["input_ids"].shape == (2, 2, 12)
+    np.testing.assert_array_equal(cut["input_mask"].numpy(), mask[:, :, :12])
+    # A position past every mask (a malformed record) still lies inside the cut.
+    features["masked_lm_positions"] = tf.constant([[[1, 0], [0, 0]], [[2, 0], [20, 0]]])
+    cut = padding.cut_batch(features, ("input_ids", "input_mask"), 32, width=4, seq_axis=2,
+                            position_keys=("masked_lm_positions",))
+    assert cut["input_ids"].shape == (2, 2, 24)
+
+
+def test_pad_back_restores_max_seq_length_with_the_fill():
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    padded = padding.pad_back(value, 5, float("-inf"))
+    assert padded.shape == (2, 5) and padded.dtype == np.float32
+    np.testing.assert_array_equal(padded[:, :3], value)
+    assert np.all(np.isneginf(padded[:, 3:]))
+    ids = padding.pad_back(np.ones([1, 2, 3], np.int32), 4, -1)
+    assert ids.shape == (1, 4, 3) and ids[0, 3, 0] == -1
+    np.testing.assert_array_equal(padding.pad_back(value, 3, 0), value)
+
+
+def test_input_order_gives_rows_back_in_input_order_without_padding_rows():
+    order = padding.InputOrder("index")
+    out = []
+    # Two windows of 4 records, each run longest first; -1 rows pad the last batch.
+    for indices in ([2, 0], [3, 1], [5, 7], [4, 6], [8, -1]):
+        rows = order.add({"index": np.array(indices), "value": np.array(indices) * 10})
+        out.append(None if rows is None else rows["index"].tolist())
+        if rows is not None:
+            np.testing.assert_array_equal(rows["value"], rows["index"] * 10)
+    assert out == [[0], [1, 2, 3], None, [4, 5, 6, 7], [8]]
+    assert order.pending == 0
+
+
+class LengthRecordingTask(PretrainingTask):
+    """Pretraining that also reports the sequence length each step computed."""
+
+    step_keys = PretrainingTask.step_keys + ("sequence_length",)
+    log_names = PretrainingTask.log_names + ("length",)
+
+    def compute_loss(self, outputs, features, normalizers):
+        losses = dict(super().compute_loss(outputs, features, normalizers))
+        losses["sequence_length"] = tf.cast(tf.shape(features["input_ids"])[1], tf.float32)
+        return losses
+
+
+@pytest.mark.slow  # a trainer, 16 steps and 16 eval batches (with XLA: compiles 3-4 shapes)
+@pytest.mark.parametrize("use_xla", [False, True])
+def test_training_on_varied_lengths_traces_once_and_computes_a_bounded_set_of_shapes(
+        tmp_path, use_xla):
+    """64 pretraining records of 6 to 32 pieces, batch 4 in file order, width 8: each step
+    computes its batch's longest record rounded up to 8 (masked-LM positions included), so at
+    most 4 shapes (each compiled once under XLA); the step functions are traced once."""
+    path = write_records(tmp_path / "varied.tfrecord", 64, max_seq_length=32, seed=3)
+    config = BertConfig.from_dict(dict(TINY_CONFIG, hidden_dropout_prob=0.0,
+                                       attention_probs_dropout_prob=0.0))
+    trainer = Trainer(config, LengthRecordingTask(32, 3), TrainerOptions(
+        output_dir=str(tmp_path / "out"), train_batch_size=4, shuffle_buffer_size=0,
+        padding_width=8, use_xla=use_xla, num_train_steps=100, num_warmup_steps=0))
+    train_steps = trainer.make_train_function(
+        trainer.input_stream([path], 4, is_training=True))
+    lengths = np.concatenate([train_steps(tf.constant(8))["sequence_length"].numpy()
+                              for _ in range(2)])
+    masks = np.stack([tf.io.parse_single_example(r, {"input_mask": tf.io.FixedLenFeature(
+        [32], tf.int64)})["input_mask"].numpy() for r in tf.data.TFRecordDataset(path)])
+    real = masks.sum(axis=1)[:64].reshape(16, 4).max(axis=1)
+    np.testing.assert_array_equal(lengths, np.minimum(-(-real // 8) * 8, 32))
+    assert len(set(real.tolist())) > 4 >= len(set(lengths.tolist())) > 1
+    assert train_steps.experimental_get_tracing_count() == 1
+    if use_xla:
+        assert trainer._gradients_fn.experimental_get_tracing_count() == 1
+    eval_step = trainer.make_eval_function(trainer.input_stream([path], 4, is_training=False))
+    for _ in range(16):
+        eval_step()
+    assert eval_step.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.slow  # two tiny trainers, 4 steps each
+def test_pretraining_on_cut_batches_equals_the_padded_run(tmp_path):
+    """Masked LM + next sentence on records of 6 to 32 pieces: 4 steps on batches cut to
+    multiples of 8 give the losses and weights of batches at max_seq_length (dropout 0)."""
+    path = write_records(tmp_path / "varied.tfrecord", 64, max_seq_length=32, seed=3)
+    config = BertConfig.from_dict(dict(TINY_CONFIG, hidden_dropout_prob=0.0,
+                                       attention_probs_dropout_prob=0.0))
+    runs = {}
+    for dynamic_padding in (False, True):
+        trainer = Trainer(config, LengthRecordingTask(32, 3), TrainerOptions(
+            output_dir=str(tmp_path / str(dynamic_padding)), train_batch_size=4,
+            shuffle_buffer_size=0, padding_width=8, dynamic_padding=dynamic_padding,
+            learning_rate=1e-3, num_train_steps=100, num_warmup_steps=0))
+        values = trainer.make_train_function(
+            trainer.input_stream([path], 4, is_training=True))(tf.constant(4))
+        runs[dynamic_padding] = values, {v.path: v.numpy() for v in trainer.model.weights}
+    (padded, padded_weights), (cut, cut_weights) = runs[False], runs[True]
+    assert padded["sequence_length"].numpy().tolist() == [32] * 4
+    assert min(cut["sequence_length"].numpy()) < 32
+    for key in PretrainingTask.step_keys:
+        np.testing.assert_allclose(cut[key].numpy(), padded[key].numpy(), rtol=1e-5,
+                                   err_msg=key)
+    # The key biases' gradient is 0 in real arithmetic (softmax is shift-invariant): Adam
+    # (no bias correction, as the original's) turns rounding noise into steps of the learning
+    # rate's size: |m_t| / sqrt(v_t) <= 0.1 / sqrt(0.001) * sqrt(sum_j<t (0.81 / 0.999)^j)
+    # (Cauchy-Schwarz), 17.9 learning rates over 4 steps, in each run.
+    noise = 2 * 17.9 * 1e-3
+    for name, value in padded_weights.items():
+        atol = noise if "key/bias" in name else 1e-6
+        np.testing.assert_allclose(cut_weights[name], value, rtol=1e-5, atol=atol,
+                                   err_msg=name)

@@ -32,7 +32,7 @@ from typing import List, Optional, Union
 
 from absl import logging
 
-from bert_tf import tokenization
+from bert_tf import files, tokenization
 from bert_tf.data import writer as writer_lib
 from bert_tf.data.features import (_TAG_FLOAT_LIST, _TAG_INT64_LIST, _Int64EntryHeads,
                                    _LengthPrefixed, _map_entry, varint)
@@ -794,24 +794,6 @@ class ClassifierExampleEncoder:
         return self._example_head[len(features)] + features
 
 
-def _replace(source, destination):
-    if _is_remote(destination):
-        _gfile().rename(source, destination, overwrite=True)
-    else:
-        os.replace(source, destination)
-
-
-def _remove(path):
-    try:
-        if _is_remote(path):
-            if _gfile().exists(path):
-                _gfile().remove(path)
-        elif os.path.exists(path):
-            os.remove(path)
-    except Exception:  # pylint: disable=broad-except  (best-effort cleanup; tf.errors too)
-        pass
-
-
 def _file_size(path):
     if _is_remote(path):
         return _gfile().stat(path).length
@@ -822,8 +804,8 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
                              meta=None):
     """Writes the original's `file_based_convert_examples_to_features` records, faster.
 
-    Records are written to `<output_file>.tmp-<pid>` and renamed when all are written (an
-    error removes the temporary file); then, if `meta` is given, the sidecar
+    Records are written to a temporary file renamed when all are written (an error or a full
+    disk removes it: `files.atomic_path`); then, if `meta` is given, the sidecar
     `<output_file>.meta.json` records it (see `records_are_current`). Any old sidecar is
     removed first, so an interrupted run never leaves a sidecar that vouches for other records.
 
@@ -842,11 +824,10 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
     encoder = ClassifierExampleEncoder(max_seq_length, max(tokenizer.vocab.values()) + 1,
                                        is_regression=label_list is None)
     sidecar = output_file + META_SUFFIX
-    _remove(sidecar)
-    temp = f"{output_file}.tmp-{os.getpid()}"
+    files.remove(sidecar)
     total = len(examples)
-    try:
-        records = writer_lib.TFRecordFile(temp)
+    with files.atomic_path(output_file) as temp:
+        records = writer_lib.TFRecordFile(temp, name=output_file)
         try:
             for ex_index, example in enumerate(examples):
                 if ex_index % LOG_EVERY == 0:
@@ -854,10 +835,6 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
                 records.write(encoder.encode(*converter.convert(ex_index, example)))
         finally:
             records.close()
-        _replace(temp, output_file)
-    except BaseException:
-        _remove(temp)
-        raise
     if meta is not None:
         _write_json(sidecar, {"meta": _normalized(meta), "num_records": total,
                               "record_file_size": _file_size(output_file)})
@@ -874,15 +851,7 @@ def _normalized(meta):
 
 
 def _write_json(path, value):
-    temp = f"{path}.tmp-{os.getpid()}"
-    text = json.dumps(value, indent=1, sort_keys=True) + "\n"
-    if _is_remote(path):
-        with _gfile().GFile(temp, "w") as f:
-            f.write(text)
-    else:
-        with open(temp, "w", encoding="utf-8") as f:
-            f.write(text)
-    _replace(temp, path)
+    files.write_atomic(path, json.dumps(value, indent=1, sort_keys=True) + "\n")
 
 
 def file_signature(path):

@@ -32,6 +32,7 @@ import dataclasses
 import os
 import re
 
+from bert_tf import files
 from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN, pad_to
 
 OUTSIDE = "O"
@@ -294,32 +295,14 @@ def _example(window):
     return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
-def _atomic_write(path, write):
-    """Calls write(tmp_path), then renames tmp_path to path (removed on error)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        write(tmp)
-        tf.io.gfile.rename(tmp, path, overwrite=True)
-    except BaseException:
-        if tf.io.gfile.exists(tmp):
-            tf.io.gfile.remove(tmp)
-        raise
-
-
 def write_windows(path, windows):
     """Writes the windows as TFRecords of tf.train.Example; the file appears complete or not
     at all. Returns the number of records."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    def write(tmp):
-        with tf.io.TFRecordWriter(tmp) as writer:
-            for window in windows:
-                writer.write(_example(window).SerializeToString())
-
-    _atomic_write(path, write)
+    with files.atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
+        for window in windows:
+            writer.write(_example(window).SerializeToString())
     return len(windows)
 
 
@@ -358,15 +341,10 @@ def write_conll_predictions(path, sentences, predicted_tags):
     """Writes the input lines with the predicted tag appended (space-separated), a blank line
     after each sentence, "-DOCSTART-" lines kept (tagged O) with their blank line. The file
     appears complete or not at all."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    def write(tmp):
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            for sentence, tags in zip(sentences, predicted_tags, strict=True):
-                if sentence.docstart is not None:
-                    f.write(f"{sentence.docstart} {OUTSIDE}\n\n")
-                for line, tag in zip(sentence.lines, tags, strict=True):
-                    f.write(f"{line} {tag}\n")
-                f.write("\n")
-
-    _atomic_write(path, write)
+    with files.atomic_open(path) as f:
+        for sentence, tags in zip(sentences, predicted_tags, strict=True):
+            if sentence.docstart is not None:
+                f.write(f"{sentence.docstart} {OUTSIDE}\n\n")
+            for line, tag in zip(sentence.lines, tags, strict=True):
+                f.write(f"{line} {tag}\n")
+            f.write("\n")

@@ -10,8 +10,9 @@ tables), so the data pipeline does not pay TensorFlow's ~0.6 GB import. Files ar
 `tf.data.TFRecordDataset` (tests check this and compare bytes with `tf.io.TFRecordWriter`).
 
 Records go to `<path>.incomplete`, renamed to `<path>` only when everything has been written;
-an error or an interrupt removes the temporary files instead. Paths with a scheme (`gs://...`)
-go through `tf.io.gfile`.
+an error or an interrupt removes the temporary files instead, and a full disk becomes a
+`files.OutputError` naming the file and its directory. Paths with a scheme (`gs://...`) go
+through `tf.io.gfile` (`bert_tf.files`).
 """
 
 import os
@@ -19,6 +20,7 @@ import struct
 
 import numpy as np
 
+from bert_tf import files
 from bert_tf.data.documents import DataError
 
 INCOMPLETE_SUFFIX = ".incomplete"
@@ -123,8 +125,8 @@ def masked_crc32c(crc):
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def frame_records(records, header_cache=None):
-    """The TFRecord bytes of a list of serialized records."""
+def frame_each(records, header_cache=None):
+    """The TFRecord bytes of each of a list of serialized records (a list, same order)."""
     crcs = masked_crc32c(crc32c_batch(records)).astype("<u4").tobytes()
     header_cache = {} if header_cache is None else header_cache
     out = []
@@ -135,10 +137,13 @@ def frame_records(records, header_cache=None):
         if header is None:
             length = struct.pack("<Q", n)
             header = header_cache[n] = length + struct.pack("<I", masked_crc32c(crc32c(length)))
-        append(header)
-        append(record)
-        append(crcs[4 * i:4 * i + 4])
-    return b"".join(out)
+        append(header + record + crcs[4 * i:4 * i + 4])
+    return out
+
+
+def frame_records(records, header_cache=None):
+    """The TFRecord bytes of a list of serialized records."""
+    return b"".join(frame_each(records, header_cache))
 
 
 def _gfile():
@@ -147,21 +152,20 @@ def _gfile():
     return tf.io.gfile
 
 
-def _open_for_write(path):
-    if "://" in path:
-        return _gfile().GFile(path, "wb")
-    return open(path, "wb")
-
-
 class TFRecordFile:
-    """Appends records to one TFRecord file, framing them in batches of `batch_size`."""
+    """Appends records to one TFRecord file, framing them in batches of `batch_size`.
 
-    def __init__(self, path, batch_size=2048):
+    `name`: the file's final name when `path` is a temporary one, for the message of a full
+    disk (a `files.OutputError`)."""
+
+    def __init__(self, path, batch_size=2048, *, name=None):
         self.path = path
-        self._file = _open_for_write(path)
+        self.name = name or path
+        self._file = files.open_for_write(path, "wb")
         self._pending = []
         self._batch_size = batch_size
         self._header_crcs = {}
+        self.bytes_written = 0
 
     def write(self, record):
         self._pending.append(record)
@@ -173,15 +177,36 @@ class TFRecordFile:
         if len(self._pending) >= self._batch_size:
             self.flush()
 
+    def write_framed(self, data):
+        """Appends bytes already framed as TFRecords (after the pending records)."""
+        self.flush()
+        self._file.write(data)
+
     def flush(self):
         if not self._pending:
             return
         records, self._pending = self._pending, []
-        self._file.write(frame_records(records, self._header_crcs))
+        data = frame_records(records, self._header_crcs)
+        try:
+            self._file.write(data)
+        except Exception as e:  # pylint: disable=broad-except  (OSError, tf.errors.*)
+            self._raise_output_error(e)
+        self.bytes_written += len(data)
 
     def close(self):
-        self.flush()
-        self._file.close()
+        try:
+            self.flush()
+        finally:
+            try:
+                self._file.close()
+            except Exception as e:  # pylint: disable=broad-except  (buffered bytes hit the disk)
+                self._raise_output_error(e)
+
+    def _raise_output_error(self, error):
+        out = files.output_error(self.name, error, written=self.bytes_written)
+        if out is None:
+            raise error
+        raise out from None
 
 
 def check_writable(paths, flag="--output_file"):
@@ -229,12 +254,13 @@ class RoundRobinRecordWriter:
         self._files = []
         try:
             for path in self.paths:
-                self._files.append(TFRecordFile(path + INCOMPLETE_SUFFIX))
+                self._files.append(TFRecordFile(path + INCOMPLETE_SUFFIX, name=path))
         except Exception:
             self.abort()
             raise
         self._next = 0
         self.num_written = 0
+        self._header_crcs = {}
 
     def write(self, record):
         self._files[self._next].write(record)
@@ -250,8 +276,10 @@ class RoundRobinRecordWriter:
         if n == 1:
             files[0].write_many(records)
         else:
-            for j in range(n):
-                files[(self._next + j) % n].write_many(records[j::n])
+            # one CRC pass over the whole batch: per file, batches would be n times smaller
+            framed = frame_each(records, self._header_crcs)
+            for j in range(min(n, len(records))):
+                files[(self._next + j) % n].write_framed(b"".join(framed[j::n]))
             self._next = (self._next + len(records)) % n
         self.num_written += len(records)
 
@@ -287,22 +315,10 @@ class RoundRobinRecordWriter:
 def rename_complete(paths):
     """Renames each `<path>.incomplete` to `<path>`."""
     for path in paths:
-        if "://" in path:
-            _gfile().rename(path + INCOMPLETE_SUFFIX, path, overwrite=True)
-        else:
-            os.replace(path + INCOMPLETE_SUFFIX, path)
+        files.replace(path + INCOMPLETE_SUFFIX, path)
 
 
 def remove_incomplete(paths):
     """Deletes whichever `<path>.incomplete` files exist."""
     for path in paths:
-        temp = path + INCOMPLETE_SUFFIX
-        try:
-            if "://" in path:
-                gfile = _gfile()
-                if gfile.exists(temp):
-                    gfile.remove(temp)
-            elif os.path.exists(temp):
-                os.remove(temp)
-        except Exception:  # pylint: disable=broad-except
-            pass
+        files.remove(path + INCOMPLETE_SUFFIX)

@@ -14,14 +14,14 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from bert_tf import classifier_metrics, tokenization
+from bert_tf import classifier_metrics, files, tokenization
 from bert_tf.data import classifier as data
 from bert_tf.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
 from bert_tf.tasks.finetuning import FineTuningOptions
-from bert_tf.training.trainer import Trainer, TrainingError
+from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError, read_task_file
 
 
 class ClassifierError(TrainingError):
@@ -41,6 +41,8 @@ class ClassificationTask(Task):
     step_keys = ("total_loss",)
     log_names = ("loss",)
     eval_per_example_keys = ("per_example_loss", "logits", "label_ids", "is_real_example")
+    # Outputs read [CLS] only, which a cut batch computes as the padded one does.
+    eval_by_length = True
 
     def __init__(self, task_name, label_list, max_seq_length, dropout_rate=0.1):
         self.task_name = task_name
@@ -168,11 +170,9 @@ def _records(output_file, examples, label_list, options, tokenizer, input_file):
 def write_test_results(path, rows):
     """test_results.tsv as the original: one line per real example, its class probabilities
     (or regression score) as `str(np.float32)` joined by tabs. Written whole or not at all."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
+    with files.atomic_open(path) as f:
         for row in rows:
             f.write(classifier_metrics.format_probabilities_line(row))
-    tf.io.gfile.rename(tmp, path, overwrite=True)
     return path
 
 
@@ -196,6 +196,26 @@ def _splits_to_run(processor, data_dir, splits):
     return present
 
 
+def _init_checkpoint_labels(options):
+    """--labels, or for task custom without it, the label list (in id order) that task.json
+    beside --init_checkpoint holds (written by a classifier run or `python -m bert_tf.hf
+    import`), so that the head's outputs keep their meaning and prediction needs no train file."""
+    if options.labels or (options.task_name or "").lower() != "custom" or not options.init_checkpoint:
+        return options.labels
+    init = options.init_checkpoint
+    directory = init if tf.io.gfile.isdir(init) else os.path.dirname(init)
+    saved = read_task_file(directory)
+    if saved is None:
+        return None
+    labels = saved.get("labels")
+    if (not str(saved.get("task", "")).startswith("classifier:") or not isinstance(labels, list)
+            or not labels or not all(isinstance(x, str) and x for x in labels)):
+        return None
+    logging.info("Labels of %s (from %s): %s", init, os.path.join(directory, TASK_FILE),
+                 ", ".join(labels))
+    return labels
+
+
 def run(config, options, strategy=None, do_train=False, do_eval=False, do_predict=False,
         step_callback=None):
     """What run_classifier.py does: its start-up checks in its order, then train, eval (every
@@ -213,7 +233,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         raise ClassifierError(str(e)) from None
     options.validate(config)
     tf.io.gfile.makedirs(options.output_dir)
-    processor = data.get_processor(options.task_name, labels=options.labels)
+    processor = data.get_processor(options.task_name, labels=_init_checkpoint_labels(options))
     if do_predict and not processor.test_splits:
         processor.get_test_examples(options.data_dir)  # raises, saying why
     tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)

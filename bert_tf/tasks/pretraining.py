@@ -52,6 +52,8 @@ class PretrainingTask(Task):
     step_keys = ("total_loss", "masked_lm_loss", "next_sentence_loss")
     log_names = ("loss", "mlm", "nsp")
     row_norm_variables = ()
+    # The masked-LM head gathers the sequence at these positions.
+    position_keys = ("masked_lm_positions",)
 
     def __init__(self, max_seq_length, max_predictions_per_seq):
         self.max_seq_length = max_seq_length

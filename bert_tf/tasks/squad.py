@@ -17,7 +17,7 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import squad_eval, squad_predictions, tokenization
+from bert_tf import files, squad_eval, squad_predictions, tokenization
 from bert_tf.data import squad as squad_data
 from bert_tf.heads import SpanHead
 from bert_tf.models import BertTaskModel
@@ -43,6 +43,12 @@ class SquadTask(Task):
     # The span head reads the sequence output only: as in the original, the pooler gets no
     # gradient, hence no update and no Adam slots.
     unused_variable_prefixes = ("bert/pooler/",)
+    # The loss is a softmax over every position, padding included (as the original's): the
+    # logits at padded positions are not zero, so a cut batch would change it. Training keeps
+    # max_seq_length; prediction is cut (the logits of real positions do not change).
+    cut_training_batches = False
+    # Positions past a cut batch's length get no logit: -inf, never among the n best.
+    sequence_outputs = {"start_logits": float("-inf"), "end_logits": float("-inf")}
 
     def __init__(self, max_seq_length, version_2_with_negative=False):
         self.max_seq_length = max_seq_length
@@ -232,11 +238,8 @@ def _predict(trainer, options, convert):
     if _has_answers(dataset):
         scores = squad_eval.evaluate(
             dataset, predictions, na_probs=null_odds if options.version_2_with_negative else None)
-        path = os.path.join(output_dir, "eval_results.json")
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write(json.dumps(scores, indent=2) + "\n")
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        files.write_atomic(os.path.join(output_dir, "eval_results.json"),
+                           json.dumps(scores, indent=2) + "\n")
         logging.info("***** Eval results (official SQuAD evaluation) *****")
         for key, value in scores.items():
             logging.info("  %s = %s", key, value)

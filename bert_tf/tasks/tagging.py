@@ -16,7 +16,6 @@ with gold tags gives a file conlleval reads).
 """
 
 import dataclasses
-import json
 import os
 import types
 
@@ -30,7 +29,7 @@ from bert_tf.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError
+from bert_tf.training.trainer import Trainer, TrainingError, read_task_file
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
@@ -70,7 +69,14 @@ class TaggingTask(Task):
     step_keys = ("total_loss",)
     log_names = ("loss",)
     eval_per_example_keys = ("predictions", "label_ids", "label_weights", "word_ids",
-                             "sentence_index", "window_index", "is_real_example")
+                             "sentence_index", "window_index", "is_real_example",
+                             "weighted_loss", "weight")
+    sequence_keys = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights",
+                     "word_ids")
+    # Past a cut batch's length: what the records hold at padding (word_ids -1), and tag 0;
+    # none of these positions has a label weight.
+    sequence_outputs = {"predictions": 0, "label_ids": 0, "label_weights": 0.0, "word_ids": -1}
+    eval_by_length = True
     # The tagging head reads the sequence output only: the pooler gets no gradient, hence (as
     # for SQuAD in the original) no update and no Adam slots.
     unused_variable_prefixes = ("bert/pooler/",)
@@ -135,9 +141,9 @@ class TaggingTask(Task):
         values.update(
             predictions=self._predictions(outputs),
             is_real_example=self._is_real(features),
-            weighted_loss=tf.reduce_sum(self._weighted_losses(outputs, features)),
-            weight=tf.reduce_sum(tf.cast(features["label_weights"], tf.float32)),
-            total_loss=losses["total_loss"],
+            # Per record, so that the batch losses can be formed for any batching.
+            weighted_loss=tf.reduce_sum(self._weighted_losses(outputs, features), axis=1),
+            weight=tf.reduce_sum(tf.cast(features["label_weights"], tf.float32), axis=1),
         )
         return values
 
@@ -166,15 +172,21 @@ class TaggingTask(Task):
         self.eval_word_tags = self.word_tags(self.eval_sentences, records)
         scores = tagging_metrics.entity_scores([s.tags for s in self.eval_sentences],
                                                self.eval_word_tags)
-        weight = sum(float(b["weight"]) for b in batches)
+        weight = sum(float(np.sum(b["weight"], dtype=np.float64)) for b in batches)
+        # A batch's loss (as in training): its weighted loss over its weight, 0 without one.
+        batch_losses = []
+        for b in batches:
+            batch_weight = np.sum(b["weight"], dtype=np.float64)
+            batch_losses.append(np.sum(b["weighted_loss"], dtype=np.float64) / batch_weight
+                                if batch_weight else 0.0)
         results = {
             "eval_accuracy": np.float32(scores["accuracy"]),
             "eval_precision": np.float32(scores["precision"]),
             "eval_recall": np.float32(scores["recall"]),
             "eval_f1": np.float32(scores["f1"]),
-            "eval_loss": np.float32(sum(float(b["weighted_loss"]) for b in batches) / weight
-                                    if weight else np.nan),
-            "loss": np.float32(np.mean([float(b["total_loss"]) for b in batches])),
+            "eval_loss": np.float32(sum(float(np.sum(b["weighted_loss"], dtype=np.float64))
+                                        for b in batches) / weight if weight else np.nan),
+            "loss": np.float32(np.mean(batch_losses)),
             "global_step": int(global_step),
         }
         for kind, per_type in scores["per_type"].items():
@@ -220,14 +232,7 @@ def _split_path(options, split):
 
 def _saved_labels(output_dir):
     """The label list of output_dir's task.json when a tagging run wrote it, else None."""
-    path = os.path.join(output_dir, TASK_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            saved = json.load(f)
-    except (ValueError, tf.errors.OpError):
-        return None
+    saved = read_task_file(output_dir) or {}
     if saved.get("task") != TaggingTask.name or not isinstance(saved.get("labels"), list):
         return None
     return saved["labels"]

@@ -13,9 +13,11 @@ import glob
 import os
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.features import FEATURE_NAMES, feature_spec
+from bert_tf.training import padding
 
 
 class InputError(ValueError):
@@ -142,6 +144,9 @@ def make_dataset(
     num_input_pipelines=1,
     spec=None,
     pad_final_batch=False,
+    group_by_length=False,
+    group_batches=1,
+    sort_by_length=False,
 ):
     """Builds the dataset of one input pipeline.
 
@@ -160,6 +165,11 @@ def make_dataset(
       seed: seeds every shuffle (all pipelines use the same seed, so their streams agree).
       input_pipeline_id, num_input_pipelines: this pipeline among all hosts' pipelines; each
         gets a disjoint part of the data.
+      group_by_length: training: batches of similar lengths (`_length_grouped_batches`).
+      group_batches: the consecutive batches of this pipeline that make one step (its local
+        replicas); group_by_length keeps them in one group of lengths.
+      sort_by_length: eval/predict: the records in length order within windows, each with
+        its position in the files as `RECORD_INDEX` (`_length_sorted_batches`).
 
     Returns:
       tf.data.Dataset of dicts {feature name: [batch_size, ...] tensor}, int64 cast to int32.
@@ -189,26 +199,98 @@ def make_dataset(
         d = tf.data.TFRecordDataset(input_files)
         if is_training:
             d = d.repeat()
-    d = d.batch(batch_size, drop_remainder=not pad_final_batch or is_training)
+    parsed = group_by_length and is_training or sort_by_length and not is_training
+    if group_by_length and is_training:
+        per_step = group_batches * (1 if shard_files else num_input_pipelines)
+        d = _length_grouped_batches(d, spec, batch_size, per_step, seed)
+    elif sort_by_length and not is_training:
+        d = _length_sorted_batches(d, spec, batch_size, group_batches * num_input_pipelines)
+    else:
+        d = d.batch(batch_size, drop_remainder=not pad_final_batch or is_training)
     if num_input_pipelines > 1 and not shard_files:
         # Every pipeline sees the same (seeded) stream; each keeps every n-th batch, so the
         # global batch of step k is the same as on a single device.
         d = d.shard(num_input_pipelines, input_pipeline_id)
-    d = d.map(lambda s: _parse_batch(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
-              deterministic=True)
+    if not parsed:
+        d = d.map(lambda s: _parse_batch(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=True)
     if pad_final_batch and not is_training:
         d = d.map(lambda batch: _pad_batch(batch, batch_size))
     return d.prefetch(tf.data.AUTOTUNE)
 
 
 def _pad_batch(batch, batch_size):
-    """Pads every feature of a (possibly partial) batch with zero rows to `batch_size`."""
+    """Pads every feature of a (possibly partial) batch with zero rows to `batch_size`
+    (`RECORD_INDEX` with -1: no record)."""
     padded = {}
     for name, t in batch.items():
         missing = batch_size - tf.shape(t)[0]
         paddings = tf.concat([[[0, missing]], tf.zeros([t.shape.rank - 1, 2], tf.int32)], 0)
-        padded[name] = tf.ensure_shape(tf.pad(t, paddings), [batch_size] + t.shape[1:])
+        fill = -1 if name == RECORD_INDEX else 0
+        padded[name] = tf.ensure_shape(tf.pad(t, paddings, constant_values=fill),
+                                       [batch_size] + t.shape[1:])
     return padded
+
+
+# The position of a record in the input files (0, 1, ...), added to the batches of
+# `sort_by_length`, so that outputs computed in length order are put back in input order.
+RECORD_INDEX = "record_index"
+# group_by_length sorts windows of this many steps' records.
+GROUP_WINDOW_STEPS = 50
+# Inference sorts windows of this many batches' records (memory: one window of records).
+SORT_WINDOW_BATCHES = 64
+
+
+def _sorted_by_length(batch):
+    """The records of a parsed window, longest first, ties in stream order."""
+    order = tf.argsort(-padding.real_lengths(batch["input_mask"]), stable=True)
+    return {name: tf.gather(t, order) for name, t in batch.items()}
+
+
+def _length_grouped_batches(records, spec, batch_size, per_step, seed):
+    """group_by_length: parsed batches of similar lengths from the (shuffled, repeated)
+    stream of serialized `records`.
+
+    The stream is read in windows of GROUP_WINDOW_STEPS steps; a window is sorted by length
+    and cut into groups of `per_step` consecutive batches (the batches of one step, so the
+    replicas of a step share a length), and the groups are put in a random order, drawn from
+    `seed` and the window's number (stateless, so the iterator's position can be saved). Each
+    record of the stream is in exactly one batch: a window is a permutation of its records.
+    """
+    groups = GROUP_WINDOW_STEPS
+    group_size = batch_size * per_step
+    seed = np.int64(np.random.randint(2 ** 31) if seed is None else seed)
+    d = records.batch(groups * group_size, drop_remainder=True)
+    d = d.map(lambda s: _parse_batch(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
+              deterministic=True)
+
+    def window_batches(number, window):
+        window = _sorted_by_length(window)
+        draw = tf.random.stateless_uniform([groups], seed=tf.stack([seed, number]))
+        group_order = tf.argsort(draw)
+        batches = {}
+        for name, t in window.items():
+            t = tf.gather(tf.reshape(t, [groups, group_size] + t.shape[1:]), group_order)
+            batches[name] = tf.reshape(t, [groups * per_step, batch_size] + t.shape[2:])
+        return tf.data.Dataset.from_tensor_slices(batches)
+
+    return d.enumerate().flat_map(window_batches)
+
+
+def _length_sorted_batches(records, spec, batch_size, per_step):
+    """sort_by_length: parsed batches of the serialized `records` (read once, in order), in
+    length order within windows of SORT_WINDOW_BATCHES x `per_step` batches, each record
+    carrying its position in the stream (`RECORD_INDEX`, int64 [B]). The last batch may be
+    partial."""
+    window = SORT_WINDOW_BATCHES * per_step * batch_size
+    d = records.batch(window).enumerate()
+
+    def window_batches(number, serialized):
+        batch = _parse_batch(serialized, spec)
+        batch[RECORD_INDEX] = number * window + tf.range(tf.size(serialized, tf.int64))
+        return tf.data.Dataset.from_tensor_slices(_sorted_by_length(batch)).batch(batch_size)
+
+    return d.flat_map(window_batches)
 
 
 def _local_replicas(strategy):
@@ -238,14 +320,21 @@ class InputStream:
       worker_index, num_workers: this worker among all (each reads a disjoint part).
       max_batches: stop after this many global batches (eval).
       batch_flag: how to name the batch size in errors (e.g. "--train_batch_size").
-      spec, pad_final_batch: see `make_dataset`.
+      spec, pad_final_batch, group_by_length, sort_by_length: see `make_dataset`.
+      sequence_keys: dynamic padding: `get_next` cuts these features of every global batch to
+        its longest `input_mask`, rounded up to a multiple of `padding_width`
+        (`padding.cut_batch`; the local replicas' batches to one length); () keeps
+        max_seq_length. Not under TPUStrategy (static shapes).
+      position_keys, padding_width: see `padding.cut_batch`.
       Other arguments as `make_dataset`.
     """
 
     def __init__(self, strategy, input_files, max_seq_length, max_predictions_per_seq,
                  global_batch_size, is_training, shuffle_buffer_size=100, seed=None,
                  worker_index=0, num_workers=1, max_batches=None, batch_flag="batch size",
-                 spec=None, pad_final_batch=False):
+                 spec=None, pad_final_batch=False, sequence_keys=(), position_keys=(),
+                 padding_width=padding.DEFAULT_WIDTH, group_by_length=False,
+                 sort_by_length=False):
         replicas = strategy.num_replicas_in_sync
         if global_batch_size % replicas:
             raise InputError(
@@ -259,9 +348,11 @@ class InputStream:
             max_predictions_per_seq=max_predictions_per_seq,
             batch_size=self.per_replica_batch_size, is_training=is_training,
             shuffle_buffer_size=shuffle_buffer_size, seed=seed, spec=spec,
-            pad_final_batch=pad_final_batch,
+            pad_final_batch=pad_final_batch, group_by_length=group_by_length,
+            sort_by_length=sort_by_length,
         )
         self.uses_infeed = isinstance(strategy, tf.distribute.TPUStrategy)
+        self.sequence_keys = () if self.uses_infeed else tuple(sequence_keys)
         if self.uses_infeed:
             def dataset_fn(input_context):
                 d = make_dataset(input_pipeline_id=input_context.input_pipeline_id,
@@ -276,14 +367,28 @@ class InputStream:
                     f"cannot split {replicas} replicas over {num_workers} worker(s) with "
                     f"{self.local_replicas} local device(s) each"
                 )
+            kwargs["group_batches"] = self.local_replicas
             d = make_dataset(input_pipeline_id=worker_index, num_input_pipelines=num_workers,
                              **kwargs)
             if self.local_replicas > 1:
-                d = d.batch(self.local_replicas, drop_remainder=True)
+                keep_all = pad_final_batch and not is_training
+                d = d.batch(self.local_replicas, drop_remainder=not keep_all)
+                if keep_all:  # the last batches of the records, padded to every replica
+                    d = d.map(lambda stack: _pad_batch(stack, self.local_replicas))
             if max_batches is not None:
                 d = d.take(max_batches)
             self.dataset = d.prefetch(1)
         self.iterator = iter(self.dataset)
+        self._cut = None
+        if self.sequence_keys:
+            # In the step, not in the dataset: the iterator (and its saved position) is the
+            # same with and without dynamic padding.
+            if spec is None:
+                spec = feature_spec(max_seq_length, max_predictions_per_seq)
+            length = spec["input_ids"].shape[0]
+            seq_axis = 2 if self.local_replicas > 1 else 1
+            self._cut = lambda batch: padding.cut_batch(
+                batch, self.sequence_keys, length, padding_width, seq_axis, position_keys)
 
     @property
     def checkpointable(self):
@@ -292,6 +397,8 @@ class InputStream:
     def get_next(self):
         """The next global batch as per-replica values (call inside a tf.function)."""
         element = next(self.iterator)
+        if self._cut is not None:
+            element = self._cut(element)
         if self.uses_infeed or self.strategy.num_replicas_in_sync == 1:
             return element
         local = self.local_replicas

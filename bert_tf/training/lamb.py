@@ -36,16 +36,18 @@ class Lamb(AdamWeightDecay):
       beta_1, beta_2, epsilon: moment constants (0.9, 0.999, 1e-6).
       exclude_from_weight_decay: regular expressions on original names: no decay and no
         trust ratio for the variables they match.
+      learning_rate_multipliers: {original_name: factor} on the learning rate (AdamWeightDecay's).
     """
 
     slot_names = ("lamb_m", "lamb_v")
 
     def __init__(self, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
                  exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, jit_compile=False,
-                 name="Lamb"):
+                 learning_rate_multipliers=None, name="Lamb"):
         super().__init__(weight_decay_rate=weight_decay_rate, beta_1=beta_1, beta_2=beta_2,
                          epsilon=epsilon, exclude_from_weight_decay=exclude_from_weight_decay,
-                         jit_compile=jit_compile, name=name)
+                         jit_compile=jit_compile,
+                         learning_rate_multipliers=learning_rate_multipliers, name=name)
 
     def do_use_trust_ratio(self, name):
         """Whether the variable with original name `name` gets the trust ratio (same exclusions

@@ -16,6 +16,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import files
+
 SUM_KEYS = (
     "mlm_correct", "mlm_weight", "mlm_loss", "nsp_correct", "nsp_count", "nsp_loss", "total_loss",
 )
@@ -72,9 +74,4 @@ def format_results(results):
 
 def write_eval_results(output_dir, results, filename="eval_results.txt"):
     """Writes `output_dir/eval_results.txt` (whole or not at all); returns its path."""
-    path = os.path.join(output_dir, filename)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(format_results(results))
-    tf.io.gfile.rename(tmp, path, overwrite=True)
-    return path
+    return files.write_atomic(os.path.join(output_dir, filename), format_results(results))

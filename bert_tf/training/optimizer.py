@@ -12,6 +12,9 @@ The moments are the slots `adam_m` / `adam_v`, saved as `<name>/adam_m`, `<name>
 Variables are addressed by their ORIGINAL names, so decay exclusion and checkpoint layout are
 decided by the same table (`bert_tf.checkpoints.original_variable_map`).
 
+`learning_rate_multipliers` ({name: factor}) gives a variable lr * factor instead of lr:
+`layerwise_lr_multipliers` computes ELECTRA's layer-wise learning-rate decay for fine-tuning.
+
 The optimizer works under any tf.distribute strategy: `apply_gradients` is called in replica
 context with gradients that are already summed over replicas; the update itself runs once per
 variable copy through `strategy.extended.update`.
@@ -23,6 +26,38 @@ import numpy as np
 import tensorflow as tf
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+_EMBEDDING_SCOPES = ("/embeddings/", "/embeddings_project/")
+_LAYER = re.compile(r"encoder/layer_(\d+)/")
+
+
+def layerwise_lr_multipliers(names, num_hidden_layers, decay):
+    """ELECTRA's layer-wise learning-rate decay (its `run_finetuning.py`): {name: factor}.
+
+    With L = `num_hidden_layers`, a variable's factor is decay ** (L + 2 - depth), depth 0 for
+    the embeddings (original names containing "/embeddings/" or "/embeddings_project/"), i + 1
+    for layer i ("encoder/layer_<i>/") and L + 2 (factor 1) for everything else: the task's
+    head and, in BERT models, the pooler (ELECTRA has none; it sits above the last layer).
+    A `decay` of 1.0 (or, as in the original, <= 0) means no decay: an empty dict.
+
+    Raises ValueError for a name of a layer >= L (a config that does not match the model).
+    """
+    if decay == 1.0 or decay <= 0:
+        return {}
+    out = {}
+    for name in names:
+        match = _LAYER.search(name)
+        if any(scope in name for scope in _EMBEDDING_SCOPES):
+            depth = 0
+        elif match:
+            layer = int(match.group(1))
+            if layer >= num_hidden_layers:
+                raise ValueError(f"variable {name} is in layer {layer}, but the config has "
+                                 f"num_hidden_layers={num_hidden_layers}")
+            depth = layer + 1
+        else:
+            depth = num_hidden_layers + 2
+        out[name] = decay ** (num_hidden_layers + 2 - depth)
+    return out
 
 
 def clip_by_global_norm(grads, clip_norm=1.0, sparse=None, sparse_norm_sq=None):
@@ -55,6 +90,9 @@ class AdamWeightDecay(tf.Module):
       beta_1, beta_2, epsilon: Adam constants (0.9, 0.999, 1e-6).
       exclude_from_weight_decay: regular expressions; a variable whose original name matches
         any of them (re.search) gets no weight decay.
+      learning_rate_multipliers: optional {original_name: factor}: that variable's learning
+        rate is lr * factor (float32 product, as the original's per-variable rates); variables
+        not in it, or with factor 1.0, use lr itself.
     """
 
     # The slot names, as they appear in checkpoints (`<variable>/<slot>`). Another optimizer
@@ -69,6 +107,7 @@ class AdamWeightDecay(tf.Module):
         epsilon=1e-6,
         exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
         jit_compile=False,
+        learning_rate_multipliers=None,
         name="AdamWeightDecay",
     ):
         super().__init__(name=name)
@@ -84,6 +123,7 @@ class AdamWeightDecay(tf.Module):
         self.beta_2 = beta_2
         self.epsilon = epsilon
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
+        self.learning_rate_multipliers = dict(learning_rate_multipliers or {})
         self._names = None
         self._variables = None
         self._slots = None
@@ -103,6 +143,11 @@ class AdamWeightDecay(tf.Module):
         self._names = list(named_variables)
         self._variables = [_tf_variable(named_variables[n]) for n in self._names]
         self._decay = [self.do_use_weight_decay(n) for n in self._names]
+        unknown = sorted(set(self.learning_rate_multipliers) - set(self._names))
+        if unknown:
+            raise ValueError(f"learning-rate multipliers for variables the optimizer does not "
+                             f"train: {', '.join(unknown)}")
+        self._lr_factors = [float(self.learning_rate_multipliers.get(n, 1.0)) for n in self._names]
         self._slots = {}
         for slot in self.slot_names:
             self._slots[slot] = [
@@ -191,14 +236,17 @@ class AdamWeightDecay(tf.Module):
             step = tf.constant(1, tf.int64)
         m_slots, v_slots = (self._slots[name] for name in self.slot_names)
         updates = []
-        for var, grad, m, v, decay in zip(self._variables, grads, m_slots, v_slots, self._decay):
+        for var, grad, m, v, decay, factor in zip(self._variables, grads, m_slots, v_slots,
+                                                  self._decay, self._lr_factors):
             if grad is None:
                 continue
+            # factor 1.0 leaves the graph as it is without multipliers (bit-identical updates)
+            lr = learning_rate if factor == 1.0 else learning_rate * tf.constant(factor, tf.float32)
             updates.append(
                 strategy.extended.update(
                     var,
                     self._update_one,
-                    args=(grad, m, v, learning_rate, step, should_apply),
+                    args=(grad, m, v, lr, step, should_apply),
                     kwargs={"decay": decay},
                     group=False,
                 )

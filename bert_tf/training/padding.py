@@ -8,7 +8,9 @@ underflows to 0 and their labels and weights are 0), so a cut batch computes wha
 batch computes, on fewer positions.
 
 Inference sorts the examples by length so that a batch holds examples of similar length, and
-gives the outputs back in input order (`length_order`).
+gives the outputs back in input order (`length_order`; `InputOrder` for batches that the input
+pipeline sorted, whose rows carry their record's index). Outputs with a sequence axis are
+padded back to max_seq_length (`pad_back`).
 """
 
 import numpy as np
@@ -38,23 +40,98 @@ def padded_length(longest, max_seq_length, width=DEFAULT_WIDTH):
     return tf.minimum(rounded, max_seq_length)
 
 
-def cut_batch(features, sequence_keys, max_seq_length, width=DEFAULT_WIDTH):
+def real_lengths(input_mask):
+    """int32 [...]: each sequence's real length, the position after its last `input_mask` 1
+    (the sum of a mask of ones then zeros; robust to a mask with holes).
+
+    Args:
+      input_mask: int tensor [..., S].
+    """
+    mask = tf.cast(tf.not_equal(input_mask, 0), tf.int32)
+    positions = tf.range(1, tf.shape(mask)[-1] + 1, dtype=tf.int32)
+    return tf.reduce_max(mask * positions, axis=-1)
+
+
+def cut_batch(features, sequence_keys, max_seq_length, width=DEFAULT_WIDTH, seq_axis=1,
+              position_keys=()):
     """Cuts the sequence features of a batch to its longest `input_mask`, rounded up.
 
     Args:
-      features: dict of tensors; `features["input_mask"]` is int [B, max_seq_length].
-      sequence_keys: names of the features whose axis 1 is the sequence ([B, max_seq_length,
-        ...]); the others (labels, masked-LM positions, ...) are returned unchanged.
+      features: dict of tensors; `features["input_mask"]` is int [B, max_seq_length] (or
+        [R, B, max_seq_length] with `seq_axis=2`: the stacked batches of R replicas, cut to
+        one length, the longest of all).
+      sequence_keys: names of the features whose axis `seq_axis` is the sequence ([B,
+        max_seq_length, ...]); the others (labels, masked-LM positions, ...) are returned
+        unchanged.
       max_seq_length, width: see `padded_length`.
+      seq_axis: 1, or 2 for stacked replica batches.
+      position_keys: features holding positions into the sequence (e.g. masked_lm_positions
+        [B, P]): the cut keeps every position they name, so a gather at them stays in range
+        even where a record names a position past its mask.
     Returns:
       dict of the same tensors, those of `sequence_keys` [B, L, ...] with L <= max_seq_length.
     """
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=1))
+    longest = tf.reduce_max(real_lengths(features["input_mask"]))
+    for name in position_keys:
+        if name in features:
+            longest = tf.maximum(longest, tf.reduce_max(tf.cast(features[name], tf.int32)) + 1)
     length = padded_length(longest, max_seq_length, width)
-    return {
-        name: value[:, :length] if name in sequence_keys else value
-        for name, value in features.items()
-    }
+    cut = {}
+    for name, value in features.items():
+        if name in sequence_keys:
+            value = value[:, :length] if seq_axis == 1 else value[:, :, :length]
+        cut[name] = value
+    return cut
+
+
+def pad_back(value, max_seq_length, fill):
+    """numpy [B, L, ...] -> [B, max_seq_length, ...]: positions L.. filled with `fill` (the
+    inverse of the cut, for outputs that have a sequence axis)."""
+    value = np.asarray(value)
+    missing = max_seq_length - value.shape[1]
+    if missing <= 0:
+        return value
+    widths = [(0, 0), (0, missing)] + [(0, 0)] * (value.ndim - 2)
+    return np.pad(value, widths, constant_values=np.asarray(fill, value.dtype))
+
+
+class InputOrder:
+    """Puts the per-example outputs of batches run in length order back in input order.
+
+    `add(batch)` takes a dict of numpy arrays [B, ...] with `index_key` (each row's position
+    in the input; -1: a row of padding, dropped) and returns the rows that now continue the
+    input order without a gap, as one dict of arrays (or None). Rows wait until every earlier
+    row has come; `pending` counts them.
+    """
+
+    def __init__(self, index_key):
+        self.index_key = index_key
+        self.next = 0
+        self._chunks = []
+
+    @property
+    def pending(self):
+        return sum(len(c[self.index_key]) for c in self._chunks)
+
+    def add(self, batch):
+        real = np.asarray(batch[self.index_key]) >= 0
+        if real.any():
+            self._chunks.append({k: np.asarray(v)[real] for k, v in batch.items()})
+        if not self._chunks:
+            return None
+        indices = np.concatenate([c[self.index_key] for c in self._chunks])
+        order = np.argsort(indices, kind="stable")
+        expected = self.next + np.arange(len(order))
+        ready = int(np.argmin(indices[order] == expected)) if len(order) else 0
+        if indices[order[-1]] == expected[-1]:
+            ready = len(order)
+        if not ready:
+            return None
+        rows = {k: np.concatenate([c[k] for c in self._chunks]) for k in self._chunks[0]}
+        self.next += ready
+        rest = order[ready:]
+        self._chunks = [{k: v[rest] for k, v in rows.items()}] if len(rest) else []
+        return {k: v[order[:ready]] for k, v in rows.items()}
 
 
 def length_order(lengths):
@@ -71,3 +148,4 @@ def length_order(lengths):
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return order, inverse
+

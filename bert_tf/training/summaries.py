@@ -6,8 +6,12 @@ which is what this writes. TensorBoard (installed wherever the logs are viewed) 
 ordinary scalars.
 """
 
+import contextlib
+
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
+
+from bert_tf import files
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
@@ -23,17 +27,30 @@ def scalar(name, value, step):
 
 
 class ScalarWriter:
-    """A TensorBoard event-file writer for scalars under `logdir`."""
+    """A TensorBoard event-file writer for scalars under `logdir`. A full disk is a
+    `files.OutputError` naming the directory (event files are appended to, so what was
+    written before stays readable)."""
 
     def __init__(self, logdir):
         self.logdir = logdir
         self._writer = tf.summary.create_file_writer(logdir)
 
+    @contextlib.contextmanager
+    def _full_disk_is_one_line(self):
+        try:
+            yield
+        except tf.errors.OpError as e:
+            if not files.is_out_of_space(e):
+                raise
+            raise files.OutputError(files.out_of_space_message(
+                f"TensorBoard events in {self.logdir}", self.logdir)) from None
+
     def write(self, step, values):
         """values: {name: float}, all at `step`."""
-        with self._writer.as_default():
+        with self._full_disk_is_one_line(), self._writer.as_default():
             for name, value in values.items():
                 scalar(name, value, step)
 
     def flush(self):
-        self._writer.flush()
+        with self._full_disk_is_one_line():
+            self._writer.flush()

@@ -33,6 +33,19 @@ class Task:
         The original gathers only the word embeddings (token types go through a one-hot
         matmul); pretraining has none, since its tied masked-LM output adds a dense part and
         TF1 then sums the whole gradient into a dense tensor before clipping.
+      sequence_keys: the features whose axis 1 is the sequence ([B, max_seq_length, ...]).
+        With dynamic padding (`bert_tf.training.padding`) the input pipeline cuts them to the
+        batch's longest `input_mask`, rounded up; the other features pass unchanged.
+      position_keys: features holding positions into the sequence (masked_lm_positions): a
+        cut batch keeps every position they name.
+      cut_training_batches: whether training batches may be cut: only when the loss is the
+        same on the cut batch (positions past input_mask add exact zeros to it).
+      sequence_outputs: {key: fill} of the eval/predict outputs with a sequence axis 1; the
+        trainer pads them back to max_seq_length with `fill` (a cut batch computes no value
+        past its length), so callers always see [B, max_seq_length, ...].
+      eval_by_length: every `eval_outputs` key is per-example (in `eval_per_example_keys`) and
+        `finalize_eval` reads nothing but them, so the trainer may evaluate the records in
+        length order and hand `finalize_eval` the batches of the input order.
     """
 
     name = "task"
@@ -41,6 +54,13 @@ class Task:
     eval_per_example_keys = ()
     unused_variable_prefixes = ()
     row_norm_variables = ("bert/embeddings/word_embeddings",)
+    sequence_keys = ("input_ids", "input_mask", "segment_ids")
+    position_keys = ()
+    cut_training_batches = True
+    sequence_outputs = {}
+    eval_by_length = False
+    # The records' sequence length (set by the tasks' constructors).
+    max_seq_length = None
 
     def build_model(self, config):
         """The keras.Model (encoder `model.bert` + head) of this task; variables created."""

@@ -37,18 +37,22 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoints
+from bert_tf import checkpoints, files
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig
-from bert_tf.training import input_pipeline, metrics, precision
+from bert_tf.training import input_pipeline, metrics, padding, precision
 from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.lamb import Lamb
-from bert_tf.training.optimizer import AdamWeightDecay, clip_by_global_norm
+from bert_tf.training.optimizer import (
+    AdamWeightDecay, clip_by_global_norm, layerwise_lr_multipliers,
+)
 from bert_tf.training.schedule import WarmupLinearDecay
 from bert_tf.training.strategy import worker_info
 from bert_tf.training.summaries import ScalarWriter
 
 CHECKPOINT_BASENAME = "model.ckpt"
+# Where a resumed run moves the files of damaged checkpoints newer than the one it resumes.
+DAMAGED_DIR = "damaged"
 # Written beside the checkpoints: which task (and label set) they belong to.
 TASK_FILE = "task.json"
 # The config keys that decide the variables' shapes: a checkpoint of a config differing in one
@@ -57,6 +61,20 @@ _ARCHITECTURE_KEYS = (
     "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
     "intermediate_size", "max_position_embeddings", "type_vocab_size",
 )
+
+
+def read_task_file(directory):
+    """The dict of `directory`'s task.json (written beside checkpoints by a run, or by
+    `python -m bert_tf.hf import`), or None when it is absent or unreadable."""
+    path = os.path.join(directory, TASK_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            saved = json.load(f)
+    except (ValueError, tf.errors.OpError):
+        return None
+    return saved if isinstance(saved, dict) else None
 
 
 class TrainingError(ValueError):
@@ -97,9 +115,19 @@ class TrainerOptions:
     init_optimizer_state: bool = False
     initial_loss_scale: float = 2.0 ** 15
     loss_scale_growth_interval: int = 2000
+    # ELECTRA's layer-wise learning-rate decay (optimizer.layerwise_lr_multipliers); 1.0 = off.
+    layerwise_lr_decay: float = 1.0
+    # Each batch cut to its longest real sequence, rounded up to a multiple of padding_width
+    # (bert_tf.training.padding); eval and predict also in length order. False: every batch
+    # at max_seq_length, as the original.
+    dynamic_padding: bool = True
+    padding_width: int = padding.DEFAULT_WIDTH
+    # Training batches of similar lengths from windows of the shuffled stream, in random
+    # order: fewer padded positions, but not the original's batches.
+    group_by_length: bool = False
 
     _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
-                 "save_checkpoints_steps", "iterations_per_loop")
+                 "save_checkpoints_steps", "iterations_per_loop", "padding_width")
     _NON_NEGATIVE = ("num_warmup_steps", "shuffle_buffer_size", "keep_checkpoint_max")
 
     def problems(self, config):
@@ -153,6 +181,14 @@ def _format_duration(seconds):
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def _with_record_index(values, features):
+    """`values` plus the records' `RECORD_INDEX` when the batch is in length order."""
+    if input_pipeline.RECORD_INDEX in features:
+        values = dict(values, **{input_pipeline.RECORD_INDEX:
+                                 features[input_pipeline.RECORD_INDEX]})
+    return values
 
 
 def _normalizer_vector(normalizers):
@@ -209,9 +245,19 @@ class Trainer:
                 if var.trainable and not name.startswith(task.unused_variable_prefixes)
             ]
             self.train_variables = [table[name] for name in self.variable_names]
+            multipliers = layerwise_lr_multipliers(
+                self.variable_names, config.num_hidden_layers, options.layerwise_lr_decay)
+            if multipliers:
+                logging.info("--layerwise_lr_decay=%g: learning rate x%.4g for the embeddings, "
+                             "x%.4g for layer 0 ... x%.4g for layer %d, x1 for the rest",
+                             options.layerwise_lr_decay,
+                             options.layerwise_lr_decay ** (config.num_hidden_layers + 2),
+                             options.layerwise_lr_decay ** (config.num_hidden_layers + 1),
+                             options.layerwise_lr_decay ** 2, config.num_hidden_layers - 1)
             self.optimizer = OPTIMIZERS[options.optimizer](
                 weight_decay_rate=options.weight_decay_rate,
-                jit_compile=options.fused_optimizer or options.use_xla)
+                jit_compile=options.fused_optimizer or options.use_xla,
+                learning_rate_multipliers=multipliers)
             # Slots must exist before the first traced step (MirroredStrategy cannot create
             # variables inside a replica function).
             self.optimizer.build(dict(zip(self.variable_names, self.train_variables)))
@@ -374,7 +420,8 @@ class Trainer:
     def _eval_outputs(self, features, normalizers):
         outputs = self.model(features, training=False)
         losses = self.task.compute_loss(outputs, features, normalizers)
-        return self.task.eval_outputs(outputs, features, losses, normalizers)
+        return _with_record_index(
+            self.task.eval_outputs(outputs, features, losses, normalizers), features)
 
     def _replica_eval_step(self, features):
         return self._eval_fn(features, self._global_normalizers(features))
@@ -395,7 +442,7 @@ class Trainer:
         `eval_outputs` (scalars summed over replicas, per-example values gathered). Raises
         OutOfRangeError at the end of the data."""
         strategy = self.strategy
-        per_example_keys = self.task.eval_per_example_keys
+        per_example_keys = self.task.eval_per_example_keys + (input_pipeline.RECORD_INDEX,)
 
         @tf.function
         def eval_step():
@@ -406,7 +453,7 @@ class Trainer:
 
     def _predict_outputs(self, features):
         outputs = self.model(features, training=False)
-        return self.task.predict_outputs(outputs, features)
+        return _with_record_index(self.task.predict_outputs(outputs, features), features)
 
     def make_predict_function(self, stream):
         """tf.function() predicting the next batch of `stream`: the task's
@@ -459,10 +506,8 @@ class Trainer:
     def _write_task_file(self):
         path = os.path.join(self.options.output_dir, TASK_FILE)
         if self.is_chief and not tf.io.gfile.exists(path):
-            tmp = f"{path}.tmp-{os.getpid()}"
-            with tf.io.gfile.GFile(tmp, "w") as f:
-                f.write(json.dumps(self.task.describe(), indent=2, sort_keys=True) + "\n")
-            tf.io.gfile.rename(tmp, path, overwrite=True)
+            files.write_atomic(path, json.dumps(self.task.describe(), indent=2, sort_keys=True)
+                               + "\n")
 
     def _check_output_dir_config(self, latest):
         self._check_output_dir_task(latest)
@@ -484,20 +529,119 @@ class Trainer:
                 "bert config of that model"
             )
 
+    def _resume_candidates(self):
+        """output_dir's checkpoints, newest first: those its `checkpoint` state file lists
+        (the latest first, whether their files exist or not), or, when that file cannot be
+        read, every model.ckpt-N there by N. [] without a state file."""
+        directory = self.options.output_dir
+        state_path = os.path.join(directory, checkpoints.STATE_FILE)
+        if not tf.io.gfile.exists(state_path):
+            return []
+        listed = checkpoints.listed_checkpoints(directory)
+        if listed:
+            return listed
+        found = self._checkpoints_on_disk()[::-1]
+        if found:
+            logging.warning("%s lists no checkpoint (unreadable): taking the checkpoints of "
+                            "%s by their step", state_path, directory)
+        return found
+
+    def _checkpoints_on_disk(self):
+        """Every output_dir/model.ckpt-N with an index, by N."""
+        return sorted(
+            (path[:-len(".index")] for path in tf.io.gfile.glob(
+                os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-*.index"))
+             if re.fullmatch(rf"{re.escape(CHECKPOINT_BASENAME)}-\d+\.index",
+                             os.path.basename(path))),
+            key=_checkpoint_step)
+
+    def _load_newest_intact(self, candidates, weights_only):
+        """Loads the first of `candidates` (newest first) whose files are intact (and, to
+        train on one worker, its input position's). Returns (prefix, report, the
+        DamagedCheckpointErrors of the newer ones)."""
+        damaged = []
+        for prefix in candidates:
+            try:
+                if not tf.io.gfile.exists(prefix + ".index"):  # listed, but lost
+                    raise checkpoints.damaged_checkpoint_error(prefix)
+                report = checkpoints.load_original_checkpoint(self.model, prefix)
+                state = self._input_state_prefix(prefix)
+                # Workers decide alone: only with one are they sure to agree on the fallback.
+                if (not weights_only and self.num_workers == 1
+                        and (tf.io.gfile.exists(state + ".index")
+                             or checkpoints.data_files(state))):
+                    try:
+                        checkpoints.verify_checkpoint(state)
+                    except checkpoints.DamagedCheckpointError as e:
+                        raise checkpoints.DamagedCheckpointError(
+                            prefix, f"its input position: {e.what}") from None
+            except checkpoints.DamagedCheckpointError as e:
+                damaged.append(e)
+                continue
+            except CheckpointError as e:
+                raise TrainingError(
+                    f"--output_dir={self.options.output_dir} holds checkpoints of another "
+                    f"model: {e}") from None
+            return prefix, report, damaged
+        others = f" (and {len(damaged) - 1} older ones)" if len(damaged) > 1 else ""
+        raise TrainingError(
+            f"--output_dir={self.options.output_dir}: no intact checkpoint to resume from: "
+            f"{damaged[0]}{others}; move the damaged files out of the directory to start "
+            "afresh, or use a new --output_dir")
+
+    def _set_aside(self, damaged):
+        """Moves the files of the `damaged` checkpoints (all newer than the one resumed, which
+        this run would overwrite) into output_dir/damaged/. Nothing is deleted."""
+        aside = os.path.join(self.options.output_dir, DAMAGED_DIR)
+        for error in damaged:
+            for path in tf.io.gfile.glob(f"{error.prefix}.*"):
+                tf.io.gfile.makedirs(aside)
+                target = os.path.join(aside, os.path.basename(path))
+                n = 1
+                while tf.io.gfile.exists(target):
+                    target = os.path.join(aside, f"{os.path.basename(path)}.{n}")
+                    n += 1
+                tf.io.gfile.rename(path, target)
+
+    def _rewrite_state(self, resumed):
+        """Makes `resumed` the latest of the state file, after the intact checkpoints it lists
+        (or, when it cannot be read, those on disk up to `resumed`), so that the next save
+        keeps and prunes them as usual."""
+        directory = self.options.output_dir
+        kept = checkpoints.checkpoint_prefixes(directory) or [
+            p for p in self._checkpoints_on_disk()
+            if _checkpoint_step(p) <= _checkpoint_step(resumed)]
+        kept = [p for p in kept if p != resumed]
+        checkpoints.write_checkpoint_state(directory, resumed, kept + [resumed])
+
     def restore(self, weights_only=False):
         """Loads the latest checkpoint of output_dir (weights, Adam moments, global_step), or
         else the weights of init_checkpoint. Returns the prefix loaded from output_dir, or None.
-        With weights_only (eval), the Adam moments are not needed."""
-        latest = checkpoints.latest_checkpoint(self.options.output_dir)
-        if latest:
-            self._check_output_dir_config(latest)
-            try:
-                report = checkpoints.load_original_checkpoint(self.model, latest)
-            except CheckpointError as e:
-                raise TrainingError(
-                    f"--output_dir={self.options.output_dir} holds checkpoints of another model "
-                    f"or a damaged one: {e}"
-                ) from None
+        With weights_only (eval), the Adam moments are not needed.
+
+        A latest checkpoint whose files are missing, cut short or corrupt is passed over for the
+        newest intact one, with a warning naming both; to train, the damaged files (which the
+        run would overwrite) are first moved into output_dir/damaged/."""
+        candidates = self._resume_candidates()
+        if candidates:
+            self._check_output_dir_config(candidates[0])
+            latest, report, damaged = self._load_newest_intact(candidates, weights_only)
+            training_chief = not weights_only and self.is_chief
+            if training_chief and (damaged or latest != checkpoints.latest_checkpoint(
+                    self.options.output_dir)):
+                self._set_aside(damaged)
+                self._rewrite_state(latest)
+            if damaged:
+                kept = ""
+                if training_chief:
+                    kept = (f"; its files are kept in "
+                            f"{os.path.join(self.options.output_dir, DAMAGED_DIR)}")
+                logging.warning("%s%s; %s %s, the newest intact checkpoint%s",
+                                damaged[0], f" (and {len(damaged) - 1} more)"
+                                if len(damaged) > 1 else "",
+                                "using the weights of" if weights_only else "resuming from",
+                                latest,
+                                kept)
             if weights_only:
                 self.global_step.assign(report.global_step or 0)
                 return latest
@@ -573,20 +717,20 @@ class Trainer:
 
     def remove_interrupted_writes(self):
         """Deletes what a run killed mid-write left in output_dir: temporary files of
-        checkpoint, input-state, state-file, config, task-file and eval-results writes (never
-        complete files)."""
+        checkpoint, input-state, state-file, config, task-file and eval-results writes, and
+        of any other `files.atomic_path` write there (never complete files)."""
         if not self.is_chief or not tf.io.gfile.isdir(self.options.output_dir):
             return
         patterns = (f"{CHECKPOINT_BASENAME}-*.tmp*", f"{CHECKPOINT_BASENAME}-*_temp*",
                     f"{checkpoints.STATE_FILE}.tmp*", "eval_results.txt.tmp-*",
                     f"{TASK_FILE}.tmp-*", f"{checkpoints.CONFIG_FILE}.tmp-*")
-        for pattern in patterns:
-            for path in tf.io.gfile.glob(os.path.join(self.options.output_dir, pattern)):
-                logging.info("Removing %s, left by an interrupted write", path)
-                if tf.io.gfile.isdir(path):
-                    tf.io.gfile.rmtree(path)
-                else:
-                    tf.io.gfile.remove(path)
+        found = {path for pattern in patterns for path in tf.io.gfile.glob(
+            os.path.join(self.options.output_dir, pattern))}
+        found.update(path for path in tf.io.gfile.glob(
+            os.path.join(self.options.output_dir, "*.tmp-*")) if files.is_temporary_name(path))
+        for path in sorted(found):
+            logging.info("Removing %s, left by an interrupted write", path)
+            files.remove(path)
 
     def _restore_input_state(self, prefix, stream):
         if not stream.checkpointable:
@@ -605,11 +749,19 @@ class Trainer:
             return False
         try:
             self._input_checkpoint(stream).read(state).assert_existing_objects_matched()
-        except (tf.errors.OpError, AssertionError, ValueError) as e:
+        except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+            try:
+                checkpoints.verify_checkpoint(state)
+            except checkpoints.DamagedCheckpointError as damaged:
+                # One worker alone cannot pass over it (see _load_newest_intact).
+                raise TrainingError(
+                    f"{damaged}; with several workers a damaged input position is not passed "
+                    f"over: move the files {prefix}.* out of --output_dir and restart to "
+                    "resume from the checkpoint before it") from None
             raise TrainingError(
                 f"{state}: cannot restore the input position ({str(e).splitlines()[0]}); the "
-                "input files or flags (batch size, shuffle_buffer_size, seed) must be those of "
-                "the run that wrote it"
+                "input files or flags (batch size, shuffle_buffer_size, seed, group_by_length) "
+                "must be those of the run that wrote it"
             ) from None
         logging.info("Restored the input position from %s", state)
         return True
@@ -627,23 +779,70 @@ class Trainer:
     def save(self, stream=None):
         """Writes output_dir/model.ckpt-<global_step>: the input state file first (every
         worker), then (chief) the model checkpoint, which also makes it the latest; then prunes
-        to keep_checkpoint_max. Returns the prefix."""
+        to keep_checkpoint_max. Returns the prefix.
+
+        Raises:
+          files.OutputError: the disk is full (one line: the directory, the space needed, the
+            checkpoint to resume from). What this call wrote is removed; the earlier
+            checkpoints and the state file are as they were.
+        """
         step = int(self.global_step.numpy())
         prefix = os.path.join(self.options.output_dir, f"{CHECKPOINT_BASENAME}-{step}")
         tf.io.gfile.makedirs(self.options.output_dir)
-        if stream is not None and stream.checkpointable:
-            self._input_checkpoint(stream).write(self._input_state_prefix(prefix))
-        self._barrier()
+        try:
+            if stream is not None and stream.checkpointable:
+                self._write_input_state(stream, prefix)
+            self._barrier()
+            if self.is_chief:
+                self._write_task_file()
+                checkpoints.save_original_checkpoint(
+                    self.model, prefix, optimizer_state=self.optimizer.get_state(),
+                    global_step=step,
+                    extra_tensors=self.loss_scale.get_state() if self.loss_scale else None,
+                )
+        except files.OutputError as e:
+            self._remove_input_state(prefix)
+            previous = checkpoints.latest_checkpoint(self.options.output_dir)
+            resume = (f"{previous} and the '{checkpoints.STATE_FILE}' file are as they were: "
+                      f"free space, then run the same command to resume from {previous}"
+                      if previous else "free space, then run the same command")
+            raise files.OutputError(f"{e}; {resume}") from None
         if self.is_chief:
-            self._write_task_file()
-            checkpoints.save_original_checkpoint(
-                self.model, prefix, optimizer_state=self.optimizer.get_state(), global_step=step,
-                extra_tensors=self.loss_scale.get_state() if self.loss_scale else None,
-            )
             self._prune(prefix)
             logging.info("Saved checkpoint %s", prefix)
         self._barrier()
         return prefix
+
+    def _input_state_files(self, prefix):
+        state = self._input_state_prefix(prefix)
+        # tf.train.Checkpoint.write builds `<state>_temp/` then merges it into `<state>.*`.
+        return [path for pattern in (f"{state}_temp*", f"{state}.index", f"{state}.data-*")
+                for path in tf.io.gfile.glob(pattern)]
+
+    def _remove_input_state(self, prefix):
+        for path in self._input_state_files(prefix):
+            files.remove(path)
+
+    def _write_input_state(self, stream, prefix):
+        state = self._input_state_prefix(prefix)
+        try:
+            self._input_checkpoint(stream).write(state)
+        except Exception as e:  # pylint: disable=broad-except  (tf.errors.*, OSError)
+            written = sum(files.size(p) for p in self._input_state_files(prefix))
+            self._remove_input_state(prefix)
+            if not files.is_out_of_space(e):
+                raise
+            # The input position (as large as this worker's previous one, if it has one, else
+            # at least what was written) and the model checkpoint after it.
+            previous = checkpoints.latest_checkpoint(self.options.output_dir)
+            needed = max(written, sum(files.size(p) for p in self._input_state_files(previous))
+                         if previous else 0)
+            needed += sum(v.numpy().nbytes for v in self.model.weights)
+            needed += sum(np.asarray(v).nbytes for values in self.optimizer.get_state().values()
+                          for v in values.values())
+            raise files.OutputError(files.out_of_space_message(
+                f"checkpoint {prefix} (its input position {os.path.basename(state)})",
+                self.options.output_dir, needed=needed)) from None
 
     def _prune(self, latest):
         keep = self.options.keep_checkpoint_max
@@ -706,6 +905,11 @@ class Trainer:
             "***** Running training *****  steps %d -> %d, global batch %d over %d replica(s)",
             step, opts.num_train_steps, opts.train_batch_size, self.strategy.num_replicas_in_sync,
         )
+        self._log_padding("Training", is_training=True)
+        if opts.group_by_length:
+            logging.info("Training: --group_by_length: batches of similar lengths from windows "
+                         "of %d steps of the shuffled stream, in random order (not the "
+                         "original's batches)", input_pipeline.GROUP_WINDOW_STEPS)
         writer = self._writer("train")
         start_time, start_step = time.time(), step
         while step < opts.num_train_steps:
@@ -738,16 +942,56 @@ class Trainer:
             writer.flush()
         return last_checkpoint
 
+    def _cuts_batches(self, is_training):
+        """Whether dynamic padding cuts this run's batches (never under TPUStrategy, whose
+        infeed and compiled steps need static shapes)."""
+        return (self.options.dynamic_padding
+                and not isinstance(self.strategy, tf.distribute.TPUStrategy)
+                and (self.task.cut_training_batches or not is_training))
+
+    def _sorts_by_length(self, max_batches, pad_final_batch, per_example):
+        """Whether eval/predict runs the records in length order: with dynamic padding, on one
+        worker (the outputs of every record come back to it), over all the records, when the
+        outputs are per-example (`per_example`)."""
+        return (self._cuts_batches(False) and self.num_workers == 1 and max_batches is None
+                and pad_final_batch and per_example)
+
+    def _log_padding(self, what, is_training):
+        opts = self.options
+        length = self.task.max_seq_length
+        if self._cuts_batches(is_training):
+            shapes = f"at most {-(-length // opts.padding_width)} shapes" if length else ""
+            logging.info(
+                "%s: dynamic padding: each batch cut to its longest sequence, rounded up to a "
+                "multiple of %d (%s%s)", what, opts.padding_width, shapes,
+                ", each compiled once by XLA" if opts.use_xla else "")
+        elif not opts.dynamic_padding:
+            logging.info("%s: static shapes: every batch at max_seq_length "
+                         "(--dynamic_padding=false)", what)
+        elif isinstance(self.strategy, tf.distribute.TPUStrategy):
+            logging.info("%s: static shapes: every batch at max_seq_length (TPUs compile one "
+                         "shape)", what)
+        else:
+            logging.info("%s: static shapes: every batch at max_seq_length (the %s loss counts "
+                         "the padded positions, as the original's)", what, self.task.name)
+
     def input_stream(self, input_files, global_batch_size, is_training, max_batches=None,
-                     pad_final_batch=False):
-        """An `input_pipeline.InputStream` of the task's records for this worker."""
+                     pad_final_batch=False, sort_by_length=False):
+        """An `input_pipeline.InputStream` of the task's records for this worker: batches cut
+        by dynamic padding where it applies (`_cuts_batches`), grouped by length in training
+        with group_by_length, and in length order with `sort_by_length` (eval/predict)."""
         flag = "--train_batch_size" if is_training else "--eval_batch_size"
+        cut = self._cuts_batches(is_training)
         return input_pipeline.InputStream(
             self.strategy, input_files, None, None, global_batch_size, is_training=is_training,
             shuffle_buffer_size=self.options.shuffle_buffer_size, seed=self.options.seed,
             worker_index=self.worker_index, num_workers=self.num_workers,
             max_batches=max_batches, batch_flag=flag,
             spec=self.task.feature_spec(is_training), pad_final_batch=pad_final_batch,
+            sequence_keys=self.task.sequence_keys if cut else (),
+            position_keys=self.task.position_keys, padding_width=self.options.padding_width,
+            group_by_length=is_training and self.options.group_by_length,
+            sort_by_length=sort_by_length,
         )
 
     def _log_progress(self, values, first, step, loop_seconds, start_time, start_step, writer):
@@ -787,8 +1031,12 @@ class Trainer:
         Writes output_dir/`results_file` (chief; not with results_file=None) and returns the
         results dict."""
         opts = self.options
+        by_length = self._sorts_by_length(max_batches, pad_final_batch,
+                                          self.task.eval_by_length)
         stream = self.input_stream(input_files, opts.eval_batch_size, is_training=False,
-                                   max_batches=max_batches, pad_final_batch=pad_final_batch)
+                                   max_batches=max_batches, pad_final_batch=pad_final_batch,
+                                   sort_by_length=by_length)
+        self._log_padding("Evaluation", is_training=False)
         eval_function = self.make_eval_function(stream)
         limit = max_batches if max_batches is not None else float("inf")
         if self.num_workers > 1:
@@ -803,9 +1051,11 @@ class Trainer:
                     batch = eval_function()
                 except tf.errors.OutOfRangeError:
                     break
-                batches.append({k: v.numpy() for k, v in batch.items()})
+                batches.append(self._host_outputs(batch))
         except tf.errors.DataLossError as e:
             raise InputError(f"corrupted record in the eval input files: {first_line(e)}") from None
+        if by_length:
+            batches = self._input_order_batches(batches, opts.eval_batch_size)
         if not batches:
             raise InputError(
                 f"no eval batch: the input files ({', '.join(input_files[:3])}) hold fewer "
@@ -829,19 +1079,62 @@ class Trainer:
         return results
 
     def predict(self, input_files, batch_size):
-        """Yields the task's `predict_outputs` for every record of `input_files` (in order),
-        one dict of numpy arrays per global batch of `batch_size`; the last batch is padded
-        with all-zero records (the caller drops them: their `is_real_example` / unique id
-        is 0)."""
+        """Yields the task's `predict_outputs` for every record of `input_files` (in order):
+        dicts of numpy arrays [N, ...], the task's `sequence_outputs` at max_seq_length. The
+        last batch may be padded with all-zero records (the caller drops them: their
+        `is_real_example` / unique id is 0).
+
+        With dynamic padding (one worker) the records run in length order, in batches cut to
+        their longest, and come back in input order, a dict per run of records (up to a
+        window of input_pipeline.SORT_WINDOW_BATCHES batches); else a dict per global batch
+        of `batch_size`."""
+        by_length = self._sorts_by_length(None, True, True)
         stream = self.input_stream(input_files, batch_size, is_training=False,
-                                   pad_final_batch=True)
+                                   pad_final_batch=True, sort_by_length=by_length)
+        self._log_padding("Prediction", is_training=False)
         predict_function = self.make_predict_function(stream)
+        in_order = padding.InputOrder(input_pipeline.RECORD_INDEX)
         while True:
             try:
                 batch = predict_function()
             except tf.errors.OutOfRangeError:
-                return
+                break
             except tf.errors.DataLossError as e:
                 raise InputError(
                     f"corrupted record in the predict input files: {first_line(e)}") from None
-            yield {k: v.numpy() for k, v in batch.items()}
+            batch = self._host_outputs(batch)
+            if not by_length:
+                yield batch
+                continue
+            rows = in_order.add(batch)
+            if rows is not None:
+                del rows[input_pipeline.RECORD_INDEX]
+                yield rows
+        if in_order.pending:
+            raise AssertionError(f"{in_order.pending} predictions out of input order")
+
+    def _host_outputs(self, batch):
+        """numpy values of an eval/predict batch, the task's sequence outputs padded back to
+        max_seq_length."""
+        values = {k: v.numpy() for k, v in batch.items()}
+        for key, fill in self.task.sequence_outputs.items():
+            if key in values and values[key].ndim >= 2:
+                values[key] = padding.pad_back(values[key], self.task.max_seq_length, fill)
+        return values
+
+    @staticmethod
+    def _input_order_batches(batches, batch_size):
+        """Per-example eval outputs computed in length order -> the batches of `batch_size`
+        records in input order that an eval in input order makes (without the rows that pad
+        the last batch), for the task's `finalize_eval`."""
+        in_order = padding.InputOrder(input_pipeline.RECORD_INDEX)
+        rows = [r for r in (in_order.add(b) for b in batches) if r is not None]
+        if in_order.pending:
+            raise AssertionError(f"{in_order.pending} eval outputs out of input order")
+        if not rows:
+            return []
+        rows = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]
+                if k != input_pipeline.RECORD_INDEX}
+        count = len(next(iter(rows.values())))
+        return [{k: v[start:start + batch_size] for k, v in rows.items()}
+                for start in range(0, count, batch_size)]

@@ -1,0 +1,347 @@
+"""The two conversions (Hub snapshot -> Google-release folder, checkpoint -> Hub folder) and
+the `from_pretrained` loaders.
+
+Both conversions write into a temporary folder beside `output_dir` and rename it into place
+when everything succeeded: `output_dir` either does not appear or is complete. An existing
+non-empty `output_dir` is refused (nothing the user made is deleted or overwritten).
+TF1 checkpoints are written and read through `bert_tf.checkpoints`.
+"""
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import tempfile
+import uuid
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import checkpoints, tokenization
+from bert_tf.config import BertConfig
+from bert_tf.encoder import BertModel
+from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
+from bert_tf.hf.tokenizer_files import read_json, write_json
+from bert_tf.training.trainer import TASK_FILE, read_task_file
+
+CHECKPOINT_NAME = "bert_model.ckpt"
+# Written by an import beside the checkpoint: the source and the tensors it generated.
+IMPORT_INFO_FILE = "hf_import.json"
+TASKS = names.EXPORT_TASKS
+# --task -> the heads it exports; a fine-tuning task has exactly its one head.
+_TASK_HEADS = {"classifier": "classifier", "squad": "squad", "tagging": "tagging"}
+_HEADS_ARCHITECTURE = {
+    (): "BertModel",
+    ("mlm", "nsp"): "BertForPreTraining",
+    ("mlm",): "BertForMaskedLM",
+    ("nsp",): "BertForNextSentencePrediction",
+    ("classifier",): "BertForSequenceClassification",
+    ("squad",): "BertForQuestionAnswering",
+    ("tagging",): "BertForTokenClassification",
+}
+
+
+@dataclasses.dataclass
+class Result:
+    """What a conversion wrote: the folder and the report lines (also logged by the CLI)."""
+
+    output_dir: str
+    report: list
+
+
+@contextlib.contextmanager
+def _staged_output(output_dir):
+    """Yields a temporary folder beside `output_dir`, renamed to it if the block succeeds."""
+    output_dir = os.path.abspath(os.fspath(output_dir))
+    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
+        raise HubError(f"--output_dir={output_dir} exists and is not an empty folder: give a new "
+                       "one (nothing is overwritten)")
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{os.path.basename(output_dir)}.tmp-{uuid.uuid4().hex[:12]}")
+    os.makedirs(tmp)
+    try:
+        yield tmp
+        if os.path.isdir(output_dir):
+            os.rmdir(output_dir)  # empty, checked above
+        os.rename(tmp, output_dir)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp)
+
+
+def _assign(model, tensors):
+    for name, variable in checkpoints.original_variable_map(model).items():
+        variable.assign(tensors[name])
+
+
+def import_snapshot(hf_dir, output_dir):
+    """Writes a Google-release folder from a Hub snapshot folder.
+
+    `output_dir` gets `bert_model.ckpt.{index,data-00000-of-00001}` (the original names;
+    heads under their original scopes), `bert_config.json`, `vocab.txt`, and, read by
+    from_pretrained and export but by no original script: `tokenizer_config.json`
+    (do_lower_case), `task.json` (a classifier's or tagger's labels, as run_classifier.py /
+    run_tagging.py write it) and `hf_import.json` (the source, the tensors generated).
+
+    Returns a `Result`. Raises HubError (snapshot), CheckpointError, tokenization.VocabError.
+    """
+    snap = snapshot.read_snapshot(hf_dir)
+    report = list(snap.report)
+    vocab_bytes, vocab_source = tokenizer_files.snapshot_vocab(hf_dir)
+    do_lower_case, notes, warnings = tokenizer_files.read_settings(hf_dir)
+    if do_lower_case is None:
+        do_lower_case = True
+        notes.append("do_lower_case=True (no tokenizer_config.json or tokenizer.json says; the "
+                     "original scripts' default)")
+    report.append(f"vocab: {vocab_source}")
+    report += [f"tokenizer: {note}" for note in notes]
+    report += [f"tokenizer warning: {w}" for w in warnings]
+    config = BertConfig.from_dict(snap.bert_config, source=os.path.join(hf_dir, "config.json"))
+    with _staged_output(output_dir) as tmp:
+        vocab_path = os.path.join(tmp, tokenizer_files.VOCAB_FILE)
+        with open(vocab_path, "wb") as f:
+            f.write(vocab_bytes)
+        vocab = tokenization.load_vocab(vocab_path)
+        if len(vocab) > config.vocab_size:
+            raise HubError(f"{vocab_source}: {len(vocab)} tokens, more than vocab_size "
+                           f"{config.vocab_size} of config.json")
+        bert = BertModel(config)
+        _assign(bert, snap.tensors)
+        encoder_names = set(checkpoints.original_variable_map(bert))
+        heads = {n: v for n, v in snap.tensors.items() if n not in encoder_names}
+        checkpoints.save_original_checkpoint(bert, os.path.join(tmp, CHECKPOINT_NAME),
+                                             extra_tensors=heads, update_state=False)
+        tokenizer_files.write_original_tokenizer_config(tmp, do_lower_case)
+        _, arch_heads, _ = names.ARCHITECTURES[snap.architecture]
+        for head, task in (("classifier", "classifier:custom"), ("tagging", "tagging")):
+            if head in arch_heads:
+                num_labels = len(heads[names.HEADS[head][1][1]])
+                write_json(os.path.join(tmp, TASK_FILE),
+                           {"task": task, "labels": snap.labels, "num_labels": num_labels})
+        write_json(os.path.join(tmp, IMPORT_INFO_FILE), {
+            "source": os.path.abspath(hf_dir), "architecture": snap.architecture,
+            "generated": snap.generated})
+    report.append(f"wrote {output_dir}: {CHECKPOINT_NAME}, bert_config.json, vocab.txt "
+                  f"(use --do_lower_case={str(do_lower_case).lower()})")
+    return Result(os.fspath(output_dir), report)
+
+
+def _heads_in(shapes):
+    """The head groups whose every original name is in the checkpoint."""
+    return [head for head, rows in names.HEADS.items()
+            if all(original in shapes for _, original, _, _ in rows)]
+
+
+def _choose_heads(task, present, prefix):
+    fine_tuning = [h for h in present if h in _TASK_HEADS.values()]
+    if task is None:
+        if len(set(fine_tuning)) > 1:
+            raise HubError(f"checkpoint {prefix} holds several fine-tuning heads ({fine_tuning}): "
+                           "pass --task")
+        if fine_tuning:
+            return (fine_tuning[0],)
+        return tuple(h for h in ("mlm", "nsp") if h in present)
+    if task == "encoder":
+        return ()
+    if task == "pretraining":
+        heads = tuple(h for h in ("mlm", "nsp") if h in present)
+        if not heads:
+            raise HubError(f"checkpoint {prefix} has no pretraining head (cls/predictions, "
+                           "cls/seq_relationship) for --task=pretraining")
+        return heads
+    head = _TASK_HEADS[task]
+    if head not in present:
+        rows = names.HEADS[head]
+        raise HubError(f"checkpoint {prefix} has no {rows[0][1]} for --task={task}")
+    return (head,)
+
+
+def _hub_config(config, architecture, labels, num_labels, regression, pad_token_id):
+    out = {
+        "architectures": [architecture],
+        "model_type": "bert",
+        "hidden_act": names.ACTIVATION_TO_HUB[config.hidden_act],
+        "layer_norm_eps": config.layer_norm_eps,
+        "position_embedding_type": "absolute",
+        "pad_token_id": pad_token_id,
+        "torch_dtype": "float32",
+    }
+    for key in names.CONFIG_KEYS:
+        out[key] = getattr(config, key)
+    if num_labels is not None:
+        labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
+        out["id2label"] = {str(i): label for i, label in enumerate(labels)}
+        out["label2id"] = {label: i for i, label in enumerate(labels)}
+        if regression:
+            out["problem_type"] = "regression"
+    return out
+
+
+def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_lower_case=None,
+                      task=None):
+    """Writes a Hub folder (`model.safetensors`, `config.json`, tokenizer files) from a
+    checkpoint in the original names.
+
+    Args:
+      checkpoint: a prefix or a folder (as every script takes).
+      bert_config_file, vocab_file: the model's files.
+      output_dir: the new folder.
+      do_lower_case: None = the tokenizer_config.json beside the vocab or checkpoint (an
+        import writes one), else a released model's folder name, else True.
+      task: one of TASKS, or None = from the checkpoint's heads (a fine-tuning head, else the
+        pretraining heads, else the bare encoder).
+    Returns a `Result`. Raises HubError, CheckpointError, BertConfigError, VocabError.
+    """
+    if task is not None and task not in TASKS:
+        raise HubError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
+    config = BertConfig.from_json_file(bert_config_file)
+    if config.hidden_act not in names.ACTIVATION_TO_HUB:
+        raise HubError(f"{bert_config_file}: hidden_act {config.hidden_act!r} has no "
+                       "Transformers name")
+    prefix = checkpoints.resolve_checkpoint_path(checkpoint)
+    directory = os.path.dirname(prefix)
+    vocab = tokenization.load_vocab(vocab_file)
+    if len(vocab) > config.vocab_size:
+        raise HubError(f"{vocab_file}: {len(vocab)} tokens, more than vocab_size "
+                       f"{config.vocab_size} of {bert_config_file}")
+    report = []
+    if do_lower_case is None:
+        do_lower_case, how = tokenizer_files.resolve_do_lower_case(directory, vocab_file)
+        report.append(f"tokenizer: {how}")
+
+    bert = BertModel(config)
+    load_report = checkpoints.load_original_checkpoint(bert, prefix)
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    heads = _choose_heads(task, _heads_in(shapes), prefix)
+    architecture = _HEADS_ARCHITECTURE[heads]
+    _, _, has_pooler = names.ARCHITECTURES[architecture]
+    info = read_json(os.path.join(directory, IMPORT_INFO_FILE)) if os.path.isfile(
+        os.path.join(directory, IMPORT_INFO_FILE)) else {}
+    generated = set(info.get("generated") or ())
+    task_info = read_task_file(directory) or {}
+
+    values = {name: np.asarray(v.numpy(), np.float32)
+              for name, v in checkpoints.original_variable_map(bert).items()}
+    head_rows = [row for head in heads for row in names.HEADS[head]]
+    num_labels = None
+    for hub_name, original, _, letters in head_rows:
+        values[original] = np.asarray(reader.get_tensor(original), np.float32)
+        if "C" in letters:
+            num_labels = values[original].shape[0]
+    sizes = {"V": config.vocab_size, "H": config.hidden_size, "C": num_labels}
+    for hub_name, original, _, letters in head_rows:
+        if values[original].shape != names.hub_shape(letters, sizes):
+            raise HubError(f"checkpoint {prefix}: {original} has shape "
+                           f"{list(values[original].shape)}, expected "
+                           f"{list(names.hub_shape(letters, sizes))}")
+
+    # A pooler the import generated was not in the snapshot: leave it out again.
+    pooler_out = generated >= {r[1] for r in names.POOLER}
+    rows = names.rows_for(architecture, config.num_hidden_layers, pooler=not pooler_out)
+    tensors = {}
+    for hub_name, original, transposed, _ in rows:
+        value = values[original]
+        tensors[hub_name] = np.ascontiguousarray(value.T) if transposed else value
+    report.insert(0, f"architecture: {architecture} ({len(tensors)} tensors)")
+    if pooler_out:
+        report.append(f"left out bert/pooler/dense/{{kernel,bias}}: generated by the import "
+                      f"({IMPORT_INFO_FILE}), not in its snapshot")
+    elif not has_pooler:
+        report.append(f"kept bert.pooler.dense.*: {architecture} has no pooler and "
+                      "Transformers ignores it (with a warning); kept so that importing the "
+                      "folder gives this checkpoint back")
+    exported = {original for _, original, _, _ in rows}
+    unused = sorted(set(shapes) - exported)
+    optimizer = [n for n in unused if n.rpartition("/")[0] in values
+                 or n.rpartition("/")[0] in shapes]
+    other = [n for n in unused if n not in optimizer and n != checkpoints.GLOBAL_STEP
+             and not (pooler_out and n in generated)]
+    if checkpoints.GLOBAL_STEP in shapes:
+        report.append(f"left out global_step ({load_report.global_step}): training state")
+    if optimizer:
+        report.append(f"left out {len(optimizer)} optimizer slots "
+                      f"({', '.join(sorted({n.rpartition('/')[2] for n in optimizer}))}): "
+                      "training state, not weights")
+    for name in other:
+        report.append(f"left out {name}: not a weight of {architecture}")
+
+    labels = task_info.get("labels") if isinstance(task_info.get("labels"), list) else None
+    if labels is not None and len(labels) != num_labels:
+        report.append(f"warning: {os.path.join(directory, TASK_FILE)} has {len(labels)} labels, "
+                      f"the head {num_labels} outputs: labels named LABEL_i")
+        labels = None
+    regression = num_labels == 1 and "classifier" in heads and task_info.get("labels", 0) is None
+    hub_config = _hub_config(config, architecture, labels and [str(x) for x in labels],
+                             num_labels, regression, vocab.get("[PAD]", 0))
+    report.append(f"config: hidden_act {config.hidden_act!r} -> {hub_config['hidden_act']!r} "
+                  "(Transformers' name of the same function)")
+    with _staged_output(output_dir) as tmp:
+        safetensors_io.write_file(os.path.join(tmp, snapshot.SAFETENSORS), tensors,
+                                  metadata={"format": "pt"})
+        write_json(os.path.join(tmp, snapshot.CONFIG_FILE), hub_config)
+        with open(vocab_file, "rb") as f:
+            vocab_bytes = f.read()
+        tokenizer_files.write_hub_tokenizer_files(tmp, vocab_bytes, do_lower_case,
+                                                  config.max_position_embeddings)
+    report.append(f"wrote {output_dir}: model.safetensors, config.json, vocab.txt, "
+                  "tokenizer_config.json, special_tokens_map.json")
+    return Result(os.fspath(output_dir), report)
+
+
+# --- from_pretrained ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def original_folder(path):
+    """Yields a Google-release folder for `path`: itself, or a Hub snapshot imported into a
+    temporary folder (removed afterwards)."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise HubError(f"{path}: not a folder (expected a Google-release folder with "
+                       "bert_config.json, or a Hub snapshot with config.json)")
+    if not snapshot.is_snapshot(path):
+        if not os.path.isfile(os.path.join(path, checkpoints.CONFIG_FILE)):
+            raise HubError(f"{path}: no bert_config.json (Google release) and no config.json "
+                           "(Hub snapshot)")
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="bert_tf_hf_") as tmp:
+        folder = os.path.join(tmp, "model")
+        import_snapshot(path, folder)
+        yield folder
+
+
+def _fine_tuning_head(folder, config):
+    from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+
+    prefix = checkpoints.resolve_checkpoint_path(folder)
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    found = [h for h in _heads_in(shapes) if h in _TASK_HEADS.values()]
+    if len(found) != 1:
+        raise HubError(f"{prefix}: {'no' if not found else 'more than one'} fine-tuning head "
+                       f"({found}): pass head= to BertTaskModel.from_pretrained")
+    kwargs = dict(hidden_size=config.hidden_size, initializer_range=config.initializer_range)
+    if found[0] == "squad":
+        return SpanHead(**kwargs, name="squad")
+    num_labels = shapes[names.HEADS[found[0]][0][1]][0]
+    cls = ClassifierHead if found[0] == "classifier" else TokenClassifierHead
+    return cls(num_labels, **kwargs, name=found[0])
+
+
+def load_pretrained(path, model_class, head=None):
+    """`model_class` ("encoder" -> BertModel, "task" -> BertTaskModel) with the weights of a
+    Google-release folder or a Hub snapshot folder. For "task" without `head`, the head is
+    the checkpoint's (classifier, SQuAD span or tagging, with its number of labels)."""
+    from bert_tf.models import BertTaskModel
+
+    with original_folder(path) as folder:
+        config = BertConfig.from_json_file(os.path.join(folder, checkpoints.CONFIG_FILE))
+        if model_class == "encoder":
+            model = BertModel(config)
+        else:
+            model = BertTaskModel(config, head if head is not None
+                                  else _fine_tuning_head(folder, config))
+        checkpoints.load_original_checkpoint(model, folder)
+    return model

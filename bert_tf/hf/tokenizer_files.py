@@ -1,0 +1,227 @@
+"""The tokenizer files of a Hub snapshot, read and written for the original's WordPiece.
+
+The original tokenizer knows one setting, `do_lower_case` (lower-casing and accent stripping
+together, CJK ideographs always split, `##` continuations, `[UNK]`, words of up to 200
+characters). A snapshot says more: `tokenizer_config.json` (`do_lower_case`,
+`strip_accents` (None = follow lower-casing, the original's rule), `tokenize_chinese_chars`,
+`never_split`) and `tokenizer.json` (a WordPiece `model` with its vocab, a `BertNormalizer`).
+`read_settings` finds `do_lower_case` and warns of every setting with no equivalent in the
+original; `vocab_tokens` reads the vocabulary from `vocab.txt` or else `tokenizer.json`.
+
+Pure Python: `FullTokenizer.from_pretrained` uses it without TensorFlow.
+"""
+
+import json
+import os
+import re
+import tempfile
+
+from bert_tf.hf import HubError
+
+VOCAB_FILE = "vocab.txt"
+TOKENIZER_JSON = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                  "cls_token": "[CLS]", "mask_token": "[MASK]"}
+_ORIGINAL_MAX_CHARS = 200
+# The released checkpoints' folder names say their casing (as
+# tokenization.validate_case_matches_checkpoint reads them).
+_CASED_NAME = re.compile(r"(^|[_-])cased_L-")
+_UNCASED_NAME = re.compile(r"(^|[_-])uncased_L-|^(multilingual|chinese)_L-")
+
+
+def read_json(path):
+    """A JSON object from `path`, or a one-line HubError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise HubError(f"{path}: cannot read ({e.strerror or e})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise HubError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise HubError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def _wordpiece_model(path):
+    data = read_json(path)
+    model = data.get("model")
+    if not isinstance(model, dict) or model.get("type") != "WordPiece":
+        kind = model.get("type") if isinstance(model, dict) else None
+        raise HubError(f"{path}: model type {kind!r}, expected WordPiece (the original "
+                       "tokenizer is WordPiece only)")
+    return data, model
+
+
+def vocab_from_tokenizer_json(path):
+    """The tokens of `tokenizer.json`'s WordPiece vocab in id order (ids must be 0..n-1)."""
+    path = os.fspath(path)
+    _, model = _wordpiece_model(path)
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise HubError(f"{path}: model.vocab is not a non-empty {{token: id}} object")
+    if model.get("continuing_subword_prefix", "##") != "##":
+        raise HubError(f"{path}: model.continuing_subword_prefix is "
+                       f"{model['continuing_subword_prefix']!r}; the original tokenizer uses '##'")
+    if model.get("unk_token", "[UNK]") != "[UNK]":
+        raise HubError(f"{path}: model.unk_token is {model['unk_token']!r}; the original "
+                       "tokenizer uses '[UNK]'")
+    tokens = [None] * len(vocab)
+    for token, index in vocab.items():
+        if not isinstance(index, int) or not 0 <= index < len(vocab) or tokens[index] is not None:
+            raise HubError(f"{path}: model.vocab gives {token!r} id {index!r}; ids must be "
+                           f"0..{len(vocab) - 1}, each once")
+        if token != token.strip() or "\n" in token or not token:
+            raise HubError(f"{path}: model.vocab token {token!r} (id {index}) has surrounding "
+                           "whitespace or a newline: a vocab.txt line cannot hold it")
+        tokens[index] = token
+    return tokens
+
+
+def vocab_text(tokens):
+    """vocab.txt's bytes: one token a line, in id order."""
+    return "".join(f"{token}\n" for token in tokens).encode("utf-8")
+
+
+def snapshot_vocab(hf_dir):
+    """(vocab.txt bytes, source description) of a snapshot: its vocab.txt as it is, else
+    tokenizer.json's WordPiece vocab."""
+    vocab_path = os.path.join(hf_dir, VOCAB_FILE)
+    if os.path.isfile(vocab_path):
+        with open(vocab_path, "rb") as f:
+            return f.read(), vocab_path
+    json_path = os.path.join(hf_dir, TOKENIZER_JSON)
+    if os.path.isfile(json_path):
+        return vocab_text(vocab_from_tokenizer_json(json_path)), f"{json_path} (model.vocab)"
+    raise HubError(f"{hf_dir}: no {VOCAB_FILE} and no {TOKENIZER_JSON}: the snapshot has no "
+                   "vocabulary")
+
+
+def read_settings(folder):
+    """What the tokenizer files of `folder` say, for the original tokenizer.
+
+    Returns:
+      (do_lower_case or None when no file says, notes: list of lines saying what was found,
+      warnings: list of lines naming each setting the original tokenizer cannot follow).
+    """
+    notes, warnings = [], []
+    do_lower_case = None
+    config_path = os.path.join(folder, TOKENIZER_CONFIG)
+    config = read_json(config_path) if os.path.isfile(config_path) else {}
+    json_path = os.path.join(folder, TOKENIZER_JSON)
+    normalizer, model = {}, {}
+    if os.path.isfile(json_path):
+        data = read_json(json_path)
+
+        def part(key):
+            value = data.get(key)
+            return value if isinstance(value, dict) else {}
+
+        normalizer, model = part("normalizer"), part("model")
+        if normalizer.get("type") not in (None, "BertNormalizer"):
+            warnings.append(f"{json_path}: normalizer {normalizer.get('type')!r} is not "
+                            "BertNormalizer; the original tokenizer normalizes as BERT does")
+            normalizer = {}
+        pre = part("pre_tokenizer").get("type")
+        if pre not in (None, "BertPreTokenizer"):
+            warnings.append(f"{json_path}: pre_tokenizer {pre!r} is not BertPreTokenizer; the "
+                            "original splits on whitespace and punctuation as BERT does")
+        max_chars = model.get("max_input_chars_per_word", _ORIGINAL_MAX_CHARS)
+        if max_chars != _ORIGINAL_MAX_CHARS:
+            warnings.append(
+                f"{json_path}: model.max_input_chars_per_word={max_chars}; the original "
+                f"tokenizer splits words of up to {_ORIGINAL_MAX_CHARS} characters (a longer "
+                "one is [UNK] in both), so only words in between tokenize differently")
+    if isinstance(config.get("do_lower_case"), bool):
+        do_lower_case = config["do_lower_case"]
+        notes.append(f"do_lower_case={do_lower_case} ({config_path})")
+    elif isinstance(normalizer.get("lowercase"), bool):
+        do_lower_case = normalizer["lowercase"]
+        notes.append(f"do_lower_case={do_lower_case} ({json_path}: normalizer.lowercase)")
+    strip_accents = config.get("strip_accents", normalizer.get("strip_accents"))
+    if do_lower_case is not None and strip_accents is not None and strip_accents != do_lower_case:
+        warnings.append(
+            f"strip_accents={strip_accents} with do_lower_case={do_lower_case}: no equivalent in "
+            "the original tokenizer, which strips accents exactly when it lower-cases")
+    chinese = config.get("tokenize_chinese_chars", normalizer.get("handle_chinese_chars", True))
+    if chinese is False:
+        warnings.append("tokenize_chinese_chars=False: no equivalent in the original tokenizer, "
+                        "which always splits CJK ideographs into single characters")
+    if normalizer.get("clean_text", True) is False:
+        warnings.append(f"{json_path}: normalizer.clean_text=False: no equivalent in the "
+                        "original tokenizer, which always removes control characters")
+    never_split = config.get("never_split")
+    if never_split:
+        warnings.append(f"never_split={never_split!r}: no equivalent in the original tokenizer, "
+                        "which splits every word")
+    return do_lower_case, notes, warnings
+
+
+def casing_from_folder_name(folder):
+    """True/False when `folder`'s name is a released uncased/cased model's, else None."""
+    name = os.path.basename(os.path.normpath(folder))
+    if _UNCASED_NAME.search(name):
+        return True
+    if _CASED_NAME.search(name):
+        return False
+    return None
+
+
+def write_json(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_hub_tokenizer_files(folder, vocab_bytes, do_lower_case, model_max_length):
+    """vocab.txt, tokenizer_config.json and special_tokens_map.json of a BertTokenizer doing
+    what the original tokenizer does with `do_lower_case`."""
+    with open(os.path.join(folder, VOCAB_FILE), "wb") as f:
+        f.write(vocab_bytes)
+    write_json(os.path.join(folder, TOKENIZER_CONFIG), {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(do_lower_case),
+        "strip_accents": None,
+        "tokenize_chinese_chars": True,
+        "model_max_length": int(model_max_length),
+        **SPECIAL_TOKENS,
+    })
+    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), dict(SPECIAL_TOKENS))
+
+
+def write_original_tokenizer_config(folder, do_lower_case):
+    """The imported folder's tokenizer_config.json: only what the original tokenizer does (the
+    scripts ignore it and take --do_lower_case; from_pretrained and export read it)."""
+    write_json(os.path.join(folder, TOKENIZER_CONFIG), {"do_lower_case": bool(do_lower_case)})
+
+
+def resolve_do_lower_case(folder, vocab_file=None):
+    """(do_lower_case, how it was found) for a folder: its tokenizer files, else a released
+    model's folder name, else True (the original scripts' default)."""
+    for directory in dict.fromkeys(d for d in (folder, vocab_file and os.path.dirname(vocab_file))
+                                   if d):
+        found, notes, _ = read_settings(directory)
+        if found is not None:
+            return found, notes[0]
+        by_name = casing_from_folder_name(directory)
+        if by_name is not None:
+            return by_name, f"do_lower_case={by_name} (the released model name {directory})"
+    return True, ("do_lower_case=True (no tokenizer_config.json or tokenizer.json says; the "
+                  "original scripts' default)")
+
+
+def tokenizer_from_pretrained(folder, do_lower_case=None, **kwargs):
+    """A FullTokenizer of a folder's vocab.txt (else tokenizer.json's vocab); `do_lower_case`
+    None = as its tokenizer files or released model name say, else True."""
+    from bert_tf.tokenization import FullTokenizer
+
+    folder = os.fspath(folder)
+    if do_lower_case is None:
+        do_lower_case, _ = resolve_do_lower_case(folder)
+    vocab_bytes, _ = snapshot_vocab(folder)
+    with tempfile.TemporaryDirectory(prefix="bert_tf_vocab_") as tmp:
+        vocab_file = os.path.join(tmp, VOCAB_FILE)
+        with open(vocab_file, "wb") as f:
+            f.write(vocab_bytes)
+        return FullTokenizer(vocab_file, do_lower_case, **kwargs)

@@ -1,0 +1,333 @@
+"""Test-only builders of Hugging Face Hub snapshots, without torch or transformers.
+
+- `hub_state_dict`: random weights under the names Transformers' BERT classes give their
+  state dicts (written out here by hand, independently of bert_tf.hf.names).
+- `write_torch_zip`: a `pytorch_model.bin` in PyTorch's zip layout (`<root>/data.pkl`
+  pickled with protocol 2, storages as persistent ids, `<root>/data/<key>` raw bytes).
+- `write_snapshot`: config.json, weights (safetensors, sharded safetensors, .bin) and
+  tokenizer files.
+- `reference_outputs`: an independent NumPy (float64) forward of Transformers' BertModel and
+  its heads.
+"""
+
+import json
+import math
+import os
+import struct
+import zipfile
+
+import numpy as np
+from safetensors.numpy import save_file
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "in", "park", "it", "rained",
+         "##s", "##ed", "##ing", "un", "##able", "hello", "world", "bert", "model", "and",
+         "to", "of", ",", ".", "!", "?", "é", "##é", "über", "naïve"]
+VOCAB = SPECIALS + WORDS  # 37 tokens
+
+HEADS = {
+    "BertModel": (),
+    "BertForPreTraining": ("mlm", "nsp"),
+    "BertForMaskedLM": ("mlm",),
+    "BertForSequenceClassification": ("classifier",),
+    "BertForQuestionAnswering": ("qa",),
+    "BertForTokenClassification": ("classifier",),
+}
+NO_POOLER = ("BertForMaskedLM", "BertForQuestionAnswering", "BertForTokenClassification")
+
+
+def hub_config(architecture, **overrides):
+    config = dict(
+        architectures=[architecture], model_type="bert", vocab_size=len(VOCAB), hidden_size=16,
+        num_hidden_layers=2, num_attention_heads=4, intermediate_size=24, hidden_act="gelu",
+        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, max_position_embeddings=20,
+        type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12,
+        position_embedding_type="absolute", pad_token_id=0,
+    )
+    config.update(overrides)
+    return config
+
+
+def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_names=False,
+                   buffers=False, tied_decoder=False, pooler=None):
+    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
+    (`pooler` False: a BertModel made with add_pooling_layer=False)."""
+    arch = config["architectures"][0]
+    rng = np.random.default_rng(seed)
+    h, i_size = config["hidden_size"], config["intermediate_size"]
+    v, p, t = config["vocab_size"], config["max_position_embeddings"], config["type_vocab_size"]
+    if prefix is None:
+        prefix = "" if arch == "BertModel" else "bert."
+    g, b = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
+    out = {}
+
+    def mat(*shape):
+        return rng.normal(0, 0.3, shape).astype(np.float32)
+
+    def linear(name, n_out, n_in):
+        out[f"{name}.weight"] = mat(n_out, n_in)
+        out[f"{name}.bias"] = mat(n_out)
+
+    def norm(name):
+        out[f"{name}.{g}"] = (1 + rng.normal(0, 0.1, h)).astype(np.float32)
+        out[f"{name}.{b}"] = mat(h)
+
+    e = prefix + "embeddings."
+    out[e + "word_embeddings.weight"] = mat(v, h)
+    out[e + "position_embeddings.weight"] = mat(p, h)
+    out[e + "token_type_embeddings.weight"] = mat(t, h)
+    norm(e + "LayerNorm")
+    if buffers:
+        out[e + "position_ids"] = np.arange(p, dtype=np.int64)[None]
+    for layer in range(config["num_hidden_layers"]):
+        base = f"{prefix}encoder.layer.{layer}."
+        for part in ("query", "key", "value"):
+            linear(base + f"attention.self.{part}", h, h)
+        linear(base + "attention.output.dense", h, h)
+        norm(base + "attention.output.LayerNorm")
+        linear(base + "intermediate.dense", i_size, h)
+        linear(base + "output.dense", h, i_size)
+        norm(base + "output.LayerNorm")
+    if arch not in NO_POOLER if pooler is None else pooler:
+        linear(prefix + "pooler.dense", h, h)
+    heads = HEADS[arch]
+    if "mlm" in heads:
+        linear("cls.predictions.transform.dense", h, h)
+        norm("cls.predictions.transform.LayerNorm")
+        out["cls.predictions.bias"] = mat(v)
+        if tied_decoder:
+            out["cls.predictions.decoder.weight"] = out[e + "word_embeddings.weight"].copy()
+            out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"].copy()
+    if "nsp" in heads:
+        linear("cls.seq_relationship", 2, h)
+    if "classifier" in heads:
+        linear("classifier", num_labels, h)
+    if "qa" in heads:
+        linear("qa_outputs", 2, h)
+    return out
+
+
+# --- pytorch_model.bin ----------------------------------------------------------------------
+
+_STORAGE = {np.dtype(np.float32): "FloatStorage", np.dtype(np.float16): "HalfStorage",
+            np.dtype(np.float64): "DoubleStorage", np.dtype(np.int64): "LongStorage"}
+
+
+def _unicode(s):
+    data = s.encode("utf-8")
+    return b"X" + struct.pack("<I", len(data)) + data
+
+
+def _int(n):
+    return b"J" + struct.pack("<i", n)
+
+
+def _tuple(items):
+    return b"(" + b"".join(items) + b"t"
+
+
+def _global(module, name):
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+class StorageView:
+    """A tensor that is a view of a shared storage, as torch.save writes tied or sliced
+    tensors: `storage` (1-D array) saved once under `key`, the view at `offset` with `shape`
+    and `stride` (in elements)."""
+
+    def __init__(self, key, storage, offset, shape, stride):
+        self.key, self.storage = key, np.asarray(storage)
+        self.offset, self.shape, self.stride = offset, tuple(shape), tuple(stride)
+
+
+def _views(tensors):
+    """{name: StorageView}: a plain array becomes a contiguous view of a storage of its own."""
+    out = {}
+    for index, (name, value) in enumerate(tensors.items()):
+        if not isinstance(value, StorageView):
+            value = np.asarray(value)
+            stride = [int(s // value.itemsize) for s in np.ascontiguousarray(value).strides]
+            value = StorageView(f"t{index}", value.reshape(-1), 0, value.shape, stride)
+        out[name] = value
+    return out
+
+
+def torch_pickle(tensors, extra_global=None, storage_names=None):
+    """The data.pkl bytes (protocol 2) of an OrderedDict of tensors, storages as persistent
+    ids ("storage", torch.XStorage, key, "cpu", numel). `extra_global` (module, name, arg)
+    adds an entry whose value is that global called with a string argument: what a malicious
+    file does. `storage_names` {key: "BFloat16Storage", ...} overrides the storage class."""
+    body = [b"\x80\x02", _global("collections", "OrderedDict"), b")R("]
+    for name, view in _views(tensors).items():
+        kind = (storage_names or {}).get(view.key) or _STORAGE[view.storage.dtype]
+        pid = _tuple([_unicode("storage"), _global("torch", kind), _unicode(view.key),
+                      _unicode("cpu"), _int(view.storage.size)]) + b"Q"
+        body.append(_unicode(name))
+        body.append(_global("torch._utils", "_rebuild_tensor_v2") + _tuple([
+            pid, _int(view.offset), _tuple([_int(d) for d in view.shape]),
+            _tuple([_int(s) for s in view.stride]), b"\x89",
+            _global("collections", "OrderedDict") + b")R"]) + b"R")
+    if extra_global is not None:
+        module, name, arg = extra_global
+        body.append(_unicode("payload"))
+        body.append(_global(module, name) + _tuple([_unicode(arg)]) + b"R")
+    body.append(b"u.")
+    return b"".join(body)
+
+
+def write_torch_zip(path, tensors, root="pytorch_model", extra_global=None, byteorder="little",
+                    storage_bytes=None, storage_names=None):
+    """A pytorch_model.bin in PyTorch's zip layout (stored, uncompressed entries). Values are
+    arrays or StorageViews; `byteorder` None leaves the byteorder entry out; `storage_bytes`
+    {key: bytes} overrides a storage's raw bytes."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr(f"{root}/data.pkl", torch_pickle(tensors, extra_global, storage_names))
+        if byteorder:
+            z.writestr(f"{root}/byteorder", byteorder)
+        order = ">" if byteorder == "big" else "<"
+        written = set()
+        for view in _views(tensors).values():
+            if view.key in written:
+                continue
+            written.add(view.key)
+            raw = (storage_bytes or {}).get(view.key)
+            if raw is None:
+                raw = view.storage.astype(view.storage.dtype.newbyteorder(order)).tobytes()
+            z.writestr(f"{root}/data/{view.key}", raw)
+        z.writestr(f"{root}/version", "3\n")
+        z.writestr(f"{root}/.data/serialization_id", "0123456789")
+
+
+# --- snapshot folders -----------------------------------------------------------------------
+
+
+def tokenizer_json(tokens, lowercase=True, **model):
+    return {
+        "version": "1.0",
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": lowercase},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100,
+                  "vocab": {tok: i for i, tok in enumerate(tokens)}, **model},
+    }
+
+
+def write_snapshot(folder, config, tensors, weights="safetensors", tokens=VOCAB,
+                   tokenizer=("vocab",), tokenizer_config=None):
+    """Writes a snapshot folder. weights: "safetensors", "sharded" (two shards + index),
+    "bin", "bin_sharded"; tokenizer: which of "vocab" (vocab.txt), "json" (tokenizer.json)."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    names = list(tensors)
+    if weights == "safetensors":
+        save_file(tensors, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    elif weights in ("sharded", "bin_sharded"):
+        half = len(names) // 2
+        ext = "safetensors" if weights == "sharded" else "bin"
+        stem = "model" if weights == "sharded" else "pytorch_model"
+        shards = {f"{stem}-0000{k + 1}-of-00002.{ext}": part
+                  for k, part in enumerate((names[:half], names[half:]))}
+        weight_map = {}
+        for shard, part in shards.items():
+            if ext == "safetensors":
+                save_file({n: tensors[n] for n in part}, os.path.join(folder, shard),
+                          metadata={"format": "pt"})
+            else:
+                write_torch_zip(os.path.join(folder, shard), {n: tensors[n] for n in part},
+                                root=shard[:-4])
+            weight_map.update({n: shard for n in part})
+        with open(os.path.join(folder, f"{stem}.{ext}.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
+    elif weights == "bin":
+        write_torch_zip(os.path.join(folder, "pytorch_model.bin"), tensors)
+    else:
+        raise ValueError(weights)
+    if "vocab" in tokenizer:
+        with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(t + "\n" for t in tokens))
+    if "json" in tokenizer:
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tokenizer_json(tokens), f, ensure_ascii=False)
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump(tokenizer_config or {"do_lower_case": True, "tokenizer_class": "BertTokenizer"},
+                  f)
+    return folder
+
+
+# --- the NumPy reference of Transformers' BERT ------------------------------------------------
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+ACTIVATIONS = {
+    "gelu": lambda x: 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)).astype(np.float64)),
+    "gelu_new": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi)
+                                                    * (x + 0.044715 * x ** 3))),
+    "relu": lambda x: np.maximum(x, 0.0),
+}
+
+
+def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask):
+    """Transformers' forward in float64: dict of `sequence_output` [B, S, H], `pooled_output`
+    [B, H] (when the class has a pooler) and the heads' logits (`mlm_logits` [B, S, V],
+    `nsp_logits` [B, 2], `logits` [B, C] or [B, S, C], `start_logits`/`end_logits` [B, S])."""
+    arch = config["architectures"][0]
+    w = {}
+    for name, value in tensors.items():
+        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta",
+                                                                             "LayerNorm.bias")
+        w[name.removeprefix("bert.")] = np.asarray(value, np.float64)
+    eps = config.get("layer_norm_eps", 1e-12)
+    act = ACTIVATIONS[config["hidden_act"]]
+    heads_n = config["num_attention_heads"]
+
+    def lin(x, name):
+        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+
+    def ln(x, name):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
+
+    b, s = input_ids.shape
+    x = (w["embeddings.word_embeddings.weight"][input_ids]
+         + w["embeddings.position_embeddings.weight"][np.arange(s)][None]
+         + w["embeddings.token_type_embeddings.weight"][token_type_ids])
+    x = ln(x, "embeddings.LayerNorm")
+    bias = (1.0 - attention_mask[:, None, None, :]) * np.finfo(np.float64).min
+    for layer in range(config["num_hidden_layers"]):
+        base = f"encoder.layer.{layer}."
+
+        def split(y):
+            return y.reshape(b, s, heads_n, -1).transpose(0, 2, 1, 3)
+
+        q, k, v = (split(lin(x, base + f"attention.self.{p}")) for p in ("query", "key", "value"))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
+        scores = scores - scores.max(-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(-1, keepdims=True)
+        context = (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, -1)
+        x = ln(lin(context, base + "attention.output.dense") + x, base + "attention.output.LayerNorm")
+        inner = act(lin(x, base + "intermediate.dense"))
+        x = ln(lin(inner, base + "output.dense") + x, base + "output.LayerNorm")
+    out = {"sequence_output": x}
+    if "pooler.dense.weight" in w:
+        out["pooled_output"] = np.tanh(lin(x[:, 0], "pooler.dense"))
+    heads = HEADS[arch]
+    if "mlm" in heads:
+        y = ln(act(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
+        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
+    if "nsp" in heads:
+        out["nsp_logits"] = lin(out["pooled_output"], "cls.seq_relationship")
+    if "classifier" in heads:
+        source = out["pooled_output"] if arch == "BertForSequenceClassification" else x
+        out["logits"] = lin(source, "classifier")
+    if "qa" in heads:
+        logits = lin(x, "qa_outputs")
+        out["start_logits"], out["end_logits"] = logits[..., 0], logits[..., 1]
+    return out
+
+
+def log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
