@@ -56,6 +56,7 @@ def main(argv):
     from bert_tf.files import OutputError
     from bert_tf.tasks.pretraining import PretrainingError, PretrainingOptions, run
     from bert_tf.training import input_pipeline
+    from bert_tf.training.output_lock import OutputDirInUseError
     from bert_tf.training.strategy import StrategyError
 
     try:
@@ -65,20 +66,23 @@ def main(argv):
         input_files = input_pipeline.expand_input_patterns(FLAGS.input_file)
         logging.info("*** Input files ***\n  %s", "\n  ".join(input_files))
         strategy = shared_flags.strategy_from_flags(FLAGS)
-        options = PretrainingOptions(
-            input_files=input_files,
-            max_seq_length=FLAGS.max_seq_length,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            eval_batch_size=FLAGS.eval_batch_size,
-            num_train_steps=FLAGS.num_train_steps,
-            num_warmup_steps=FLAGS.num_warmup_steps,
-            max_eval_steps=FLAGS.max_eval_steps,
-            init_optimizer_state=FLAGS.init_optimizer_state,
-            **shared_flags.trainer_kwargs(FLAGS, strategy),
-        )
-        checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
+        with shared_flags.hold_output_dir(FLAGS, strategy):
+            options = PretrainingOptions(
+                input_files=input_files,
+                max_seq_length=FLAGS.max_seq_length,
+                max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+                eval_batch_size=FLAGS.eval_batch_size,
+                num_train_steps=FLAGS.num_train_steps,
+                num_warmup_steps=FLAGS.num_warmup_steps,
+                max_eval_steps=FLAGS.max_eval_steps,
+                init_optimizer_state=FLAGS.init_optimizer_state,
+                **shared_flags.trainer_kwargs(FLAGS, strategy),
+            )
+            checkpoint, results = run(config, options, strategy, FLAGS.do_train,
+                                      FLAGS.do_eval)
     except (PretrainingError, BertConfigError, CheckpointError, StrategyError,
-            input_pipeline.InputError, FloatingPointError, OutputError) as e:
+            input_pipeline.InputError, FloatingPointError, OutputError,
+            OutputDirInUseError) as e:
         print(f"run_pretraining.py: error: {e}", file=sys.stderr)
         return 1
     if checkpoint:

@@ -3,7 +3,8 @@
 Each script defines its own flags (the original's names, defaults and help) and calls
 `define_fine_tuning_flags()` (the fine-tuning scripts), `define_tpu_flags()` and
 `define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
-and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy.
+and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy;
+`hold_output_dir(FLAGS, strategy)` keeps a second run out of --output_dir.
 """
 
 from absl import flags
@@ -139,6 +140,18 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
     )
 
 
+def hold_output_dir(FLAGS, strategy):  # noqa: N803
+    """Context manager: --output_dir locked against a second training run while a --do_train
+    run runs (by the chief only; bert_tf/training/output_lock.py). Raises OutputDirInUseError
+    naming the process that holds it. Eval/predict-only runs write no checkpoints and take no
+    lock: an eval beside a running training works, as with the original."""
+    from bert_tf.training import output_lock
+    from bert_tf.training.strategy import worker_info
+
+    return output_lock.hold_output_dir(
+        FLAGS.output_dir, is_chief=bool(FLAGS.do_train) and worker_info(strategy)[2])
+
+
 def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config and the
     strategy from the flags, `options_class(**fields, **trainer flags)`, then
@@ -154,6 +167,7 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     from bert_tf.files import OutputError
     from bert_tf.tokenization import VocabError
     from bert_tf.training.input_pipeline import InputError
+    from bert_tf.training.output_lock import OutputDirInUseError
     from bert_tf.training.strategy import StrategyError
     from bert_tf.training.trainer import TrainingError
 
@@ -164,10 +178,12 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     try:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
         strategy = strategy_from_flags(FLAGS)
-        options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
-        out = run(config, options, strategy, **do)
+        with hold_output_dir(FLAGS, strategy):
+            options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
+            out = run(config, options, strategy, **do)
     except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
-            VocabError, FloatingPointError, OutputError) + tuple(task_errors) as e:
+            VocabError, FloatingPointError, OutputError, OutputDirInUseError) + tuple(
+                task_errors) as e:
         print(f"{script}: error: {e}", file=sys.stderr)
         return 1
     if out.get("checkpoint"):

@@ -1,6 +1,7 @@
 """run_classifier.py end to end on a tiny model: outputs, record reuse, and every bad input
 as a one-line error naming the file, line or flag."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -98,6 +99,52 @@ def test_records_are_rebuilt_when_flags_change_and_reused_otherwise(setup):
         next(iter(tf.data.TFRecordDataset(str(record)))),
         {"input_ids": tf.io.FixedLenFeature([10], tf.int64)})
     assert parsed["input_ids"].shape == (10,)
+
+
+def write_mnli(path, rows, split):
+    """MNLI's layout: the guid in column 0, the sentences in columns 8 and 9, the label last
+    (none in the test files)."""
+    header = "\t".join(["index"] + [f"c{i}" for i in range(1, 8)] + ["sentence1", "sentence2"]
+                       + ([] if split.startswith("test") else ["gold_label"]))
+    write_split(path, [[str(i)] + ["x"] * 7 + list(row[:2])
+                       + ([] if split.startswith("test") else [row[2]])
+                       for i, row in enumerate(rows)], header=header)
+
+
+@pytest.mark.slow  # ~30 s on 2 shared cores: evaluates and predicts twice
+def test_mnli_runs_without_the_mismatched_files_and_uses_them_when_present(setup, caplog):
+    """The original reads only train.tsv, dev_matched.tsv and test_matched.tsv: a folder with
+    just those works (the mismatched sets skipped, as the log says); with the mismatched files
+    they are evaluated and predicted too."""
+    tmp_path, config, options = setup
+    mnli = tmp_path / "mnli"
+    mnli.mkdir()
+    labels = ["contradiction", "entailment", "neutral"]
+    rows = [(" ".join(WORDS[i:i + 4]), " ".join(WORDS[i + 1:i + 3]), labels[i % 3])
+            for i in range(8)]
+    for split in ("train", "dev_matched", "test_matched"):
+        write_mnli(mnli / f"{split}.tsv", rows, split)
+    out_dir = tmp_path / "mnli_out"
+    mnli_options = options(task_name="MNLI", data_dir=str(mnli), output_dir=str(out_dir))
+    with caplog.at_level(logging.INFO, logger="absl"):
+        out = run(config, mnli_options, do_eval=True, do_predict=True)
+    assert sorted(out["eval_results"]) == ["eval_accuracy", "eval_loss", "global_step", "loss"]
+    assert len(read_lines(out["test_results"])) == 8
+    assert "test_results_mismatched" not in out
+    files = set(os.listdir(out_dir))
+    assert not {"eval_mismatched.tf_record", "predict_mismatched.tf_record",
+                "test_results_mismatched.tsv"} & files
+    for split in ("dev_mismatched", "test_mismatched"):
+        assert f"{mnli / split}.tsv: absent from --data_dir; skipping the {split} set" in (
+            caplog.text)
+
+    write_mnli(mnli / "dev_mismatched.tsv", rows[:5], "dev_mismatched")
+    write_mnli(mnli / "test_mismatched.tsv", rows[:3], "test_mismatched")
+    out = run(config, mnli_options, do_eval=True, do_predict=True)
+    assert {"eval_accuracy_mismatched", "eval_loss_mismatched"} <= set(out["eval_results"])
+    assert out["test_results_mismatched"] == str(out_dir / "test_results_mismatched.tsv")
+    assert len(read_lines(out["test_results_mismatched"])) == 3
+    assert len(read_lines(out["test_results"])) == 8
 
 
 def test_bad_flags_are_clear_errors(setup):

@@ -97,3 +97,39 @@ def test_bad_command_lines_give_a_clear_error(setup):
                  r"--input_file: no file matches .*missing\*\.tfrecord")
     assert_error(run_script(*base, "--do_train", "--use_tpu", "--tpu_name=no-such-tpu"),
                  r"no TPU reachable \(--tpu_name='no-such-tpu'")
+
+
+@pytest.mark.slow  # 3 script runs, one of them killed
+def test_a_second_run_into_the_output_dir_is_refused_and_a_killed_runs_lock_taken_over(setup):
+    """Two runs in one output_dir would delete each other's checkpoints: the second refuses,
+    naming the first's pid; once the first is SIGKILLed (its lock file stays), a rerun takes
+    the output_dir over with a warning, resumes, and removes the lock file at its end."""
+    import signal
+    import socket
+    import time
+
+    tmp_path, base = setup
+    out = tmp_path / "out"
+    flags = [f for f in base if not f.startswith(("--num_train_steps", "--iterations_per"))]
+    first = subprocess.Popen([sys.executable, SCRIPT, *flags, "--num_train_steps=100000",
+                              "--iterations_per_loop=1", "--do_train"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(),
+                             cwd=str(REPO))
+    try:
+        deadline = time.time() + 180
+        while not (out / "model.ckpt-2.index").exists():
+            assert first.poll() is None and time.time() < deadline, "the first run ended"
+            time.sleep(0.05)
+        second = run_script(*flags, "--num_train_steps=4", "--do_train")
+        assert_error(second, rf"--output_dir={re.escape(str(out))} is in use by process "
+                             rf"{first.pid} on host {re.escape(socket.gethostname())} ")
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert (out / "bert_tf.lock").exists()
+    third = run_script(*flags, "--num_train_steps=4", "--do_train")
+    assert third.returncode == 0, third.stderr[-4000:]
+    assert re.search(rf"bert_tf\.lock was left by process {first.pid} on host .*which no "
+                     r"longer runs", third.stderr)
+    assert "Resuming from" in third.stderr
+    assert not (out / "bert_tf.lock").exists()

@@ -1,10 +1,13 @@
 """Each kind of bad input to a pretraining run is a clear error naming the file or flag."""
 
+import re
+
 import pytest
+import tensorflow as tf
 
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.config import BertConfig, BertConfigError
-from bert_tf.training.input_pipeline import InputError
+from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.loop import PretrainingError, PretrainingOptions, run
 from bert_tf.training.strategy import StrategyError, create_strategy, resolve_strategy_name
 from test_training_helpers import write_config, write_records
@@ -53,6 +56,40 @@ def test_corrupted_records(setup):
     garbage.write_bytes(b"\x00" * 100)
     with pytest.raises(InputError, match=r"corrupt\.tfrecord: not a readable TFRecord"):
         run(config, options(input_files=[str(garbage)]), do_train=True)
+
+
+def test_truncated_records_name_the_reason_on_the_same_line(setup):
+    """A record file cut short (a copy interrupted) passes the first-record check and fails
+    mid-training: one line with the file and TensorFlow's reason, not "Graph execution
+    error:" with the reason lines below."""
+    tmp_path, config, options = setup
+    data = options().input_files[0]
+    truncated = tmp_path / "truncated.tfrecord"
+    whole = open(data, "rb").read()
+    truncated.write_bytes(whole[:-37])  # the last record cut short
+    with pytest.raises(InputError) as raised:
+        run(config, options(input_files=[str(truncated)], num_train_steps=8), do_train=True)
+    message = str(raised.value)
+    assert "\n" not in message, message
+    assert re.fullmatch(r"corrupted record in the input files \(.*truncated\.tfrecord\): "
+                        r"truncated record at \d+.*", message), message
+
+
+def test_first_line_skips_the_graph_execution_preamble():
+    message = ("Graph execution error:\n\nDetected at node ReduceDataset defined at (most "
+               "recent call last):\n  File \"run.py\", line 15, in <module>\n\n  File "
+               "\"run.py\", line 11, in f\n\ntruncated record at 16065' failed with Read less "
+               "bytes than requested\n\t [[{{node ReduceDataset}}]] [Op:__inference_f_37]")
+    error = tf.errors.DataLossError(None, None, message)
+    assert first_line(error) == ("truncated record at 16065' failed with Read less bytes than "
+                                 "requested")
+    eager = ("{{function_node __wrapped__IteratorGetNext_output_types_1_device_/job:localhost/"
+             "replica:0/task:0/device:CPU:0}} truncated record at 5865' failed with Read less "
+             "bytes than requested [Op:IteratorGetNext]")
+    assert first_line(tf.errors.DataLossError(None, None, eager)) == (
+        "truncated record at 5865' failed with Read less bytes than requested")
+    assert first_line(ValueError("plain\nsecond")) == "plain"
+    assert first_line(ValueError("")) == "ValueError"
 
 
 def test_bert_config_missing_or_invalid(tmp_path):

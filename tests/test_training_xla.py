@@ -4,17 +4,33 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from rounding_bounds import ZeroGradientBounds
 from test_training_accumulation import FixedStream, make_batch, trainer, weights
+from test_training_helpers import key_bias_noise, largest_noise, trainer_state
 
 
-def assert_trained_alike(initial, want, got, atol):
-    """`got` equals `want` (weights by original name) to `atol`, and training moved them."""
-    for name, value in want.items():
-        if "/key/bias" in name:
-            continue  # gradient 0 in real arithmetic: Adam amplifies rounding noise to +-lr
-        np.testing.assert_allclose(got[name], value, rtol=0, atol=atol, err_msg=name)
-    name = "bert/encoder/layer_1/output/dense/kernel"
-    assert not np.allclose(got[name], initial[name])
+def train_alike(trainers, batch, steps, atol):
+    """Trains each of `trainers` (the same initial weights) `steps` steps on `batch`: their
+    weights equal those of the first to `atol`, training moved them, and the key biases
+    (gradient 0 in real arithmetic: rounding noise that Adam amplifies) and their moments are
+    within the bounds of tests/rounding_bounds.py. Returns the training functions' values."""
+    starts = [trainer_state(t) for t in trainers]
+    noise = [key_bias_noise(trainers[0].model, trainers[0].task, [batch] * steps)]
+    values = [t.make_train_function(FixedStream(batch))(tf.constant(steps)) for t in trainers]
+    noise += [key_bias_noise(t.model, t.task, [batch] * steps) for t in trainers]
+    bounds = ZeroGradientBounds(largest_noise(*noise), values[0]["learning_rate"].numpy(),
+                                starts[0])
+    want = weights(trainers[0])
+    for other, start in zip(trainers[1:], starts[1:]):
+        got = weights(other)
+        for name, value in want.items():
+            if name not in bounds.names():
+                np.testing.assert_allclose(got[name], value, rtol=0, atol=atol, err_msg=name)
+            np.testing.assert_array_equal(start[name], starts[0][name])
+        name = "bert/encoder/layer_1/output/dense/kernel"
+        assert not np.allclose(got[name], start[name])
+        bounds.check(trainer_state(trainers[0]), trainer_state(other))
+    return values
 
 
 @pytest.mark.slow
@@ -22,11 +38,9 @@ def test_xla_gives_the_same_weights_and_eval_metrics(tmp_path):
     batch = make_batch(batch=8)
     plain = trainer(tmp_path, train_batch_size=8)
     xla = trainer(tmp_path, train_batch_size=8, use_xla=True)
-    initial = weights(plain)
-    values = [t.make_train_function(FixedStream(batch))(tf.constant(3)) for t in (plain, xla)]
+    values = train_alike([plain, xla], batch, 3, atol=1e-4)
     for key in ("total_loss", "grad_norm"):
         np.testing.assert_allclose(values[1][key].numpy(), values[0][key].numpy(), rtol=1e-4)
-    assert_trained_alike(initial, weights(plain), weights(xla), atol=1e-4)
     sums = [t.make_eval_function(FixedStream(batch))() for t in (plain, xla)]
     for key in sums[0]:
         np.testing.assert_allclose(sums[1][key].numpy(), sums[0][key].numpy(), rtol=1e-4,
@@ -40,10 +54,7 @@ def test_fused_optimizer_gives_the_same_weights(tmp_path):
     fused = trainer(tmp_path, train_batch_size=8, fused_optimizer=True)
     assert fused.optimizer.jit_compile and not plain.optimizer.jit_compile
     assert trainer(tmp_path, train_batch_size=8, use_xla=True).optimizer.jit_compile
-    initial = weights(plain)
-    for t in (plain, fused):
-        t.make_train_function(FixedStream(batch))(tf.constant(3))
-    assert_trained_alike(initial, weights(plain), weights(fused), atol=1e-6)
+    train_alike([plain, fused], batch, 3, atol=1e-6)
 
 
 @pytest.mark.slow

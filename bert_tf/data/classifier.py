@@ -219,6 +219,10 @@ class DataProcessor:
         """The path of a split's file (whether or not it exists)."""
         return os.path.join(data_dir, self.layout(split).file)
 
+    def has_split(self, data_dir, split):
+        """Whether the split's file is in data_dir."""
+        return _exists(self.input_file(data_dir, split))
+
     def get_train_examples(self, data_dir):
         return self.get_examples(data_dir, "train")
 

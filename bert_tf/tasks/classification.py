@@ -200,9 +200,23 @@ def warn_if_labels_in_runs(labels, shuffle_buffer_size, source):
 
 
 def _split_suffix(split, default):
-    """"" for the task's default dev split, else e.g. "_mismatched" for MNLI's
-    `dev_mismatched` (results keys `eval_accuracy_mismatched`, eval_mismatched.tf_record)."""
-    return "" if split == default else "_" + split.removeprefix("dev_")
+    """"" for the task's default dev (test) split, else e.g. "_mismatched" for MNLI's
+    `dev_mismatched` (results keys `eval_accuracy_mismatched`, eval_mismatched.tf_record) and
+    `test_mismatched` (predict_mismatched.tf_record, test_results_mismatched.tsv)."""
+    return "" if split == default else "_" + split.removeprefix("dev_").removeprefix("test_")
+
+
+def _splits_to_run(processor, data_dir, splits):
+    """The first of `splits` (the one the original reads: an error when absent) and each other
+    one whose file is in data_dir; a skipped one is logged."""
+    present = list(splits[:1])
+    for split in splits[1:]:
+        if processor.has_split(data_dir, split):
+            present.append(split)
+        else:
+            logging.info("%s: absent from --data_dir; skipping the %s set",
+                         processor.input_file(data_dir, split), split)
+    return present
 
 
 def _init_checkpoint_labels(options):
@@ -228,9 +242,10 @@ def _init_checkpoint_labels(options):
 def run(config, options, strategy=None, do_train=False, do_eval=False, do_predict=False,
         step_callback=None):
     """What run_classifier.py does: its start-up checks in its order, then train, eval (every
-    dev split of the task: MNLI's matched and mismatched) and predict. Returns a dict:
-    `checkpoint` (last prefix or None), `eval_results` (dict or None), `test_results` (path
-    or None)."""
+    dev split of the task: MNLI's matched and, when its file is there, mismatched) and predict
+    (the same for the test splits). Returns a dict: `checkpoint` (last prefix or None),
+    `eval_results` (dict or None), `test_results` (path or None) and, for MNLI's mismatched
+    test set, `test_results_mismatched`."""
     if not (do_train or do_eval or do_predict):
         raise ClassifierError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be True.")
@@ -274,7 +289,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
 
     if do_eval:
         results = {}
-        for split in processor.dev_splits:
+        for split in _splits_to_run(processor, data_dir, processor.dev_splits):
             suffix = _split_suffix(split, processor.dev_splits[0])
             examples = processor.get_dev_examples(data_dir, split)
             eval_file = _records(os.path.join(output_dir, f"eval{suffix}.tf_record"), examples,
@@ -294,22 +309,23 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         out["eval_results"] = results
 
     if do_predict:
-        split = processor.test_splits[0]
-        examples = processor.get_test_examples(data_dir, split)
-        predict_file = _records(os.path.join(output_dir, "predict.tf_record"), examples,
-                                label_list, options, tokenizer,
-                                processor.input_file(data_dir, split))
-        logging.info("***** Running prediction*****")
-        logging.info("  Num examples = %d (%d actual, %d padding)", len(examples),
-                     len(examples), 0)
-        logging.info("  Batch size = %d", options.predict_batch_size)
-        key = "predictions" if task.is_regression else "probabilities"
-        rows = []
-        for batch in trainer.predict([predict_file], options.predict_batch_size):
-            rows.extend(batch[key][batch["is_real_example"] > 0])
-        if len(rows) != len(examples):
-            raise AssertionError(f"{len(rows)} predictions for {len(examples)} examples")
-        out["test_results"] = write_test_results(
-            os.path.join(output_dir, "test_results.tsv"), rows)
-        logging.info("Wrote %s", out["test_results"])
+        for split in _splits_to_run(processor, data_dir, processor.test_splits):
+            suffix = _split_suffix(split, processor.test_splits[0])
+            examples = processor.get_test_examples(data_dir, split)
+            predict_file = _records(os.path.join(output_dir, f"predict{suffix}.tf_record"),
+                                    examples, label_list, options, tokenizer,
+                                    processor.input_file(data_dir, split))
+            logging.info("***** Running prediction*****")
+            logging.info("  Num examples = %d (%d actual, %d padding)", len(examples),
+                         len(examples), 0)
+            logging.info("  Batch size = %d", options.predict_batch_size)
+            key = "predictions" if task.is_regression else "probabilities"
+            rows = []
+            for batch in trainer.predict([predict_file], options.predict_batch_size):
+                rows.extend(batch[key][batch["is_real_example"] > 0])
+            if len(rows) != len(examples):
+                raise AssertionError(f"{len(rows)} predictions for {len(examples)} examples")
+            out[f"test_results{suffix}"] = write_test_results(
+                os.path.join(output_dir, f"test_results{suffix}.tsv"), rows)
+            logging.info("Wrote %s", out[f"test_results{suffix}"])
     return out

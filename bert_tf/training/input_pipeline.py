@@ -14,6 +14,7 @@ int32 (what TPUs take; ids fit easily).
 
 import glob
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -111,10 +112,24 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
                 )
 
 
+# What TensorFlow puts around the reason of an op's error: the "Graph execution error:" header
+# of a tf.function, its "Detected at node ... defined at" block of indented source lines, the
+# "{{function_node ...}}" prefix of an eager op and the "[Op:...]" / "[[{{node ...}}]]" suffixes.
+_GRAPH_PREAMBLE = re.compile(r"^(Graph execution error:|Detected at node .*|\s.*)$")
+_FUNCTION_PREFIX = re.compile(r"^\{\{function_node [^}]*\}\}\s*")
+_OP_SUFFIX = re.compile(r"\s*(\[Op:[^\]]*\]|\[\[\{\{node [^}]*\}\}\]\])\s*$")
+
+
 def first_line(error):
-    """The first line of an OpError's (or any exception's) message, for one-line errors."""
-    text = getattr(error, "message", None) or str(error)
-    return text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    """The reason of an OpError's (or any exception's) message on one line, for one-line
+    errors: its first line, or under a tf.function the first line after the preamble that
+    says where the op was defined."""
+    text = (getattr(error, "message", None) or str(error)).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    reasons = [line for line in lines if not _GRAPH_PREAMBLE.match(line)]
+    line = (reasons or lines or [""])[0]
+    line = _OP_SUFFIX.sub("", _FUNCTION_PREFIX.sub("", line.strip()))
+    return line or type(error).__name__
 
 
 def _parse_batch(serialized, spec):
