@@ -191,3 +191,22 @@ def test_mirrored_strategy_with_bf16_and_accumulation(data_dir):
     assert set(checkpoint) == want
     assert all(np.all(np.isfinite(v)) for v in checkpoint.values())
     assert "loss " in proc.stderr  # the progress lines
+
+
+def test_a_model_dir_held_by_another_run_is_refused_in_one_line(data_dir, capsys):
+    """Two training runs of one model dir would prune each other's checkpoints: the second
+    refuses, naming the process that holds it (bert_tf/training/output_lock.py)."""
+    from bert_tf.electra.run_pretraining import main
+    from test_training_output_lock import start_holder
+
+    holder = start_holder(data_dir / "models" / "m")
+    try:
+        capsys.readouterr()
+        assert main(cli_args(data_dir)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("run_pretraining: error: ")
+        assert f"process {holder.pid}" in err[0]
+        assert not list((data_dir / "models" / "m").glob("model.ckpt-*"))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)

@@ -61,10 +61,13 @@ def main(argv=None):
     from bert_tf.config import BertConfigError
     from bert_tf.electra.hparams import HparamsError, PretrainingHparams
     from bert_tf.electra.model import ElectraError
+    from bert_tf.files import OutputError
     from bert_tf.tasks.electra_pretraining import run
-    from bert_tf.training import precision
+    from bert_tf.training import output_lock, precision
     from bert_tf.training.input_pipeline import InputError
-    from bert_tf.training.strategy import StrategyError, create_strategy, resolve_strategy_name
+    from bert_tf.training.strategy import (
+        StrategyError, create_strategy, resolve_strategy_name, worker_info,
+    )
     from bert_tf.training.trainer import TrainingError
 
     logging.set_verbosity(logging.INFO)
@@ -75,16 +78,20 @@ def main(argv=None):
         strategy = create_strategy(
             resolve_strategy_name(args.strategy, hp.use_tpu), tpu_name=hp.tpu_name,
             tpu_zone=hp.tpu_zone, gcp_project=hp.gcp_project, num_tpu_cores=hp.num_tpu_cores)
-        _, results = run(
-            hp, strategy,
-            mixed_precision=precision.resolve_mixed_precision(
-                args.mixed_precision, strategy, flag="--mixed-precision"),
-            use_xla=args.use_xla, fused_optimizer=args.fused_optimizer,
-            gradient_accumulation_steps=args.gradient_accumulation_steps,
-            shuffle_buffer_size=args.shuffle_buffer_size, seed=args.seed,
-            dynamic_padding=args.dynamic_padding)
+        # One training run per model dir, as the BERT scripts (output_lock.py); the chief only.
+        is_chief = bool(hp.do_train) and worker_info(strategy)[2]
+        with output_lock.hold_output_dir(hp.model_dir, is_chief=is_chief):
+            _, results = run(
+                hp, strategy,
+                mixed_precision=precision.resolve_mixed_precision(
+                    args.mixed_precision, strategy, flag="--mixed-precision"),
+                use_xla=args.use_xla, fused_optimizer=args.fused_optimizer,
+                gradient_accumulation_steps=args.gradient_accumulation_steps,
+                shuffle_buffer_size=args.shuffle_buffer_size, seed=args.seed,
+                dynamic_padding=args.dynamic_padding)
     except (HparamsError, TrainingError, BertConfigError, CheckpointError, StrategyError,
-            InputError, ElectraError, FloatingPointError) as e:
+            InputError, ElectraError, FloatingPointError, OutputError,
+            output_lock.OutputDirInUseError) as e:
         print(f"run_pretraining: error: {e}", file=sys.stderr)
         return 1
     if results is not None:
