@@ -522,6 +522,7 @@ def main():
                 if seconds is not None:
                     results.append(("training", task, train_batch, "KerasHub BertClassifier",
                                     seconds, note))
+                    print(results[-1], flush=True)
         if "prediction" in parts:
             predict_file = write_records(
                 os.path.join(args.work_dir, f"{task}_predict.tf_record"),
