@@ -226,7 +226,8 @@ def run_reference(args, data_dir, config_dict, init_checkpoint, seed, permute=Tr
     dev = conll.read_conll(os.path.join(data_dir, "dev.txt"))
     tagger = ReferenceTagger(args.original_repo, config_dict,
                              os.path.join(data_dir, "vocab.txt"), conll.label_list(train),
-                             args.max_seq_length, head_dropout=0.0 if args.no_dropout else 0.1)
+                             args.max_seq_length,
+                             head_dropout=0.1 if args.dropout in ("all", "head") else 0.0)
     return tagger.train_and_evaluate(train, dev, init_checkpoint, seed, args.batch_size,
                                      epochs or args.epochs, args.learning_rate, permute)
 
@@ -309,9 +310,13 @@ def main():
                         help="isolate the implementations: per seed, both taggers read the "
                              "same training file (the epochs' permutations written one after "
                              "another) in order, for one pass, from the same head")
-    parser.add_argument("--no_dropout", action="store_true",
-                        help="no dropout anywhere (encoder and head), on both sides")
+    parser.add_argument("--dropout", choices=("all", "none", "head", "encoder"), default="all",
+                        help="where dropout 0.1 is on, on both sides: everywhere, nowhere, only "
+                             "the head's input, only the encoder")
+    parser.add_argument("--no_dropout", action="store_true", help="the same as --dropout=none")
     args = parser.parse_args()
+    if args.no_dropout:
+        args.dropout = "none"
     variants = args.variants.split(",")
     for name in variants:
         if name != "reference" and name not in OUR_VARIANTS:
@@ -331,7 +336,7 @@ def main():
     with open(os.path.join(data_dir, "vocab.txt")) as f:
         vocab_size = sum(1 for _ in f)
     config_dict = dict(MODEL, vocab_size=vocab_size)
-    if args.no_dropout:
+    if args.dropout in ("none", "head"):
         config_dict.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     init_checkpoint = write_random_checkpoint(
         config_dict, os.path.join(work_dir, "init", "bert_model.ckpt"))
@@ -341,7 +346,8 @@ def main():
     print(f"model: L={MODEL['num_hidden_layers']} H={MODEL['hidden_size']} "
           f"A={MODEL['num_attention_heads']} I={MODEL['intermediate_size']}, random init "
           f"(seed 0); max_seq_length {args.max_seq_length}, batch {args.batch_size}, "
-          f"lr {args.learning_rate}, {args.epochs} epochs, warmup 10%", flush=True)
+          f"lr {args.learning_rate}, {args.epochs} epochs, warmup 10%, dropout: {args.dropout}",
+          flush=True)
     from bert_tf import tagging_metrics
     from bert_tf.data import conll
 
@@ -356,7 +362,7 @@ def main():
         for name in variants:
             start = time.time()
             run_data, run_init, overrides, paired = data_dir, init_checkpoint, {}, {}
-            if args.no_dropout:
+            if args.dropout in ("none", "encoder"):
                 overrides["tagging_dropout"] = 0.0
             if args.paired:
                 run_data = os.path.join(work_dir, f"paired-{seed}")
