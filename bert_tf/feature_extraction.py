@@ -427,16 +427,21 @@ def format_value_rows(values):
         high = np.where(small, tables.separator, high)
     words[:, 0] = low
     words[:, 1] = high
-    raw = words.view(np.uint8).tobytes()
-    row_bytes = 16 * width
+    raw = words.view(np.uint8).reshape(rows, 16 * width)
+    # Drop the zero bytes of all rows at once (one pass in numpy, not a bytes.replace per row),
+    # then slice each row's text by its count of kept bytes.
+    kept = raw != 0
+    text = raw[kept].tobytes()
+    ends = np.cumsum(kept.sum(axis=1)).tolist()
     bad_rows = set(np.flatnonzero(~plain.reshape(rows, width).all(axis=1)).tolist())
     out = []
-    for r in range(rows):
+    start = 0
+    for r, end in enumerate(ends):
         if r in bad_rows:
             out.append(", ".join(_python_value(v) for v in values[r]))
         else:
-            out.append(raw[r * row_bytes:(r + 1) * row_bytes].replace(b"\x00", b"")[:-2]
-                       .decode("ascii"))
+            out.append(text[start:end - 2].decode("ascii"))
+        start = end
     return out
 
 
