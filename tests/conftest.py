@@ -30,6 +30,19 @@ def tiny_config_dict(**overrides):
     return config
 
 
+def shared_random_draws(weights, prefix=8):
+    """Pairs of names of `weights` (Keras variables) whose random initial values repeat each
+    other: the same first `prefix` values, flattened. Constant weights (zero biases, LayerNorm)
+    are left out. The original draws every weight independently, so a model should have none.
+    """
+    import numpy as np
+
+    values = [(w.path, np.asarray(w.numpy(), np.float32).reshape(-1)) for w in weights]
+    values = [(name, v[:prefix]) for name, v in values if v.size >= prefix and np.ptp(v) > 0]
+    return [(a, b) for i, (a, va) in enumerate(values) for b, vb in values[i + 1:]
+            if np.array_equal(va, vb)]
+
+
 def load_recorder(topic):
     """tests/data/<topic>/make_expected.py (the script that recorded the original's outputs)
     as module `make_expected_<topic>`: every topic has a recorder of that file name, so none

@@ -20,7 +20,7 @@ from bert_tf.electra.config import discriminator_config, generator_config
 from bert_tf.electra.hparams import PretrainingHparams
 from bert_tf.electra.model import ElectraPretrainingModel, electra_loss
 from bert_tf.tasks.electra_pretraining import ElectraPretrainingTask, objective_from_hparams
-from conftest import load_recorder
+from conftest import load_recorder, shared_random_draws
 from test_training_helpers import assert_close, assert_matches_golden, read_checkpoint
 
 DATA = Path(__file__).resolve().parent / "data" / "electra_model"
@@ -81,6 +81,17 @@ def test_configs_are_the_originals(case):
             original = want["bert_config"]
             original.pop("hidden_act", None)
         assert got == original
+
+
+@pytest.mark.parametrize("case", ("electra", "untied_disallow"))
+def test_every_random_weight_is_drawn_independently(case):
+    """The generator's and the discriminator's weights too (see the test of the same name in
+    test_layers.py)."""
+    hp = hparams(case)
+    model = ElectraPretrainingModel(discriminator_config(hp), generator_config(hp),
+                                    objective(case))
+    assert len(model.weights) > 20
+    assert shared_random_draws(model.weights) == []
 
 
 @pytest.mark.parametrize("case", CASES)

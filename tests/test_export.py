@@ -77,6 +77,12 @@ SQUAD_CONTEXTS = CONTEXTS + [
     for i in range(40)]
 
 
+# Seeds of the random heads on the golden encoder. The squad head's answers must cover every
+# case the squad tests assert (a [UNK] word answered whole, trimmed answers, ...): about a third
+# of the seeds give all of them, 105 does.
+HEAD_SEEDS = {"classifier": 100, "features": 101, "tagging": 102, "squad": 105}
+
+
 @pytest.fixture(scope="module")
 def golden():
     model_dir = golden_path("model")
@@ -100,9 +106,8 @@ def exports(golden, tables, tmp_path_factory):
              "tagging": lambda: TokenClassifierHead(len(TAGS), config.hidden_size),
              "squad": lambda: SpanHead(config.hidden_size)}
     built = {}
-    for i, task in enumerate(export.TASKS):
-        keras_seed = 100 + i
-        tf.keras.utils.set_random_seed(keras_seed)
+    for task in export.TASKS:
+        tf.keras.utils.set_random_seed(HEAD_SEEDS[task])
         model = BertTaskModel(config, heads.get(task, heads["classifier"])())
         load_original_checkpoint(model, checkpoint)
         prefix = save_original_checkpoint(model, root / f"{task}_ckpt" / "model.ckpt")

@@ -5,11 +5,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf import BertConfig
 from bert_tf.layers import activations
 from bert_tf.layers import (
     BertEmbeddings, Pooler, SelfAttention, TransformerBlock, TransformerEncoder,
     gelu, get_activation,
 )
+from bert_tf.pretraining import BertPretrainingModel
+from conftest import shared_random_draws, tiny_config_dict
 
 H, A, I = 16, 4, 24
 
@@ -220,3 +223,14 @@ def test_layer_norm_and_softmax_stay_float32_under_mixed_precision():
     assert all(w.dtype == "float32" for w in block.weights)
     out = block(_random([1, 3, H]), tf.ones([1, 3], tf.int32))
     assert out.dtype == tf.bfloat16
+
+
+def test_every_random_weight_is_drawn_independently():
+    """A Keras initializer instance repeats its draws, so one shared by several weights made
+    query = key = value and the embedding tables prefixes of one another: no two weights of
+    a fresh model may share their initial values."""
+    keras.utils.set_random_seed(1)
+    model = BertPretrainingModel(BertConfig.from_dict(tiny_config_dict()))
+    random_weights = [w for w in model.weights if np.ptp(w.numpy()) > 0]
+    assert len(random_weights) == 3 + 2 * 6 + 1 + 2  # embeddings, blocks, pooler, heads
+    assert shared_random_draws(model.weights) == []

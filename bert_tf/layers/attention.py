@@ -50,10 +50,11 @@ class SelfAttention(keras.layers.Layer):
         self.attention_head_size = hidden_size // num_attention_heads
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
-        init = truncated_normal(initializer_range)
-        self.query = keras.layers.Dense(hidden_size, kernel_initializer=init, name="query")
-        self.key = keras.layers.Dense(hidden_size, kernel_initializer=init, name="key")
-        self.value = keras.layers.Dense(hidden_size, kernel_initializer=init, name="value")
+        self.query, self.key, self.value = (
+            keras.layers.Dense(
+                hidden_size, kernel_initializer=truncated_normal(initializer_range), name=name)
+            for name in ("query", "key", "value")
+        )
         self.dropout = keras.layers.Dropout(attention_probs_dropout_prob)
 
     def build(self, input_shape=None):

@@ -41,18 +41,17 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(hidden_dropout_prob)
 
     def build(self, input_shape=None):
-        init = truncated_normal(self.initializer_range)
         self.word_embeddings = self.add_weight(
             name="word_embeddings", shape=(self.vocab_size, self.hidden_size),
-            initializer=init, dtype="float32", autocast=False,
+            initializer=truncated_normal(self.initializer_range), dtype="float32", autocast=False,
         )
         self.token_type_embeddings = self.add_weight(
             name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size),
-            initializer=init, dtype="float32", autocast=False,
+            initializer=truncated_normal(self.initializer_range), dtype="float32", autocast=False,
         )
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
-            initializer=init, dtype="float32", autocast=False,
+            initializer=truncated_normal(self.initializer_range), dtype="float32", autocast=False,
         )
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True

@@ -42,19 +42,22 @@ class TransformerBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self.activation = get_activation(hidden_act)
-        init = truncated_normal(initializer_range)
         self.self_attention = SelfAttention(
             hidden_size, num_attention_heads, attention_probs_dropout_prob, initializer_range,
             name="self_attention",
         )
         self.attention_output = keras.layers.Dense(
-            hidden_size, kernel_initializer=init, name="attention_output"
+            hidden_size, kernel_initializer=truncated_normal(initializer_range),
+            name="attention_output"
         )
         self.attention_layer_norm = layer_norm("attention_layer_norm", layer_norm_eps)
         self.intermediate = keras.layers.Dense(
-            intermediate_size, kernel_initializer=init, name="intermediate"
+            intermediate_size, kernel_initializer=truncated_normal(initializer_range),
+            name="intermediate"
         )
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=truncated_normal(initializer_range), name="output"
+        )
         self.output_layer_norm = layer_norm("output_layer_norm", layer_norm_eps)
         self.dropout = keras.layers.Dropout(hidden_dropout_prob)
 
