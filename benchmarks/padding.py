@@ -84,6 +84,21 @@ def sample_lengths(set_name, count, max_seq_length, seed):
     return np.minimum(rng.choice(values, size=count, p=weights / weights.sum()), max_seq_length)
 
 
+def cut_positions(lengths, batch_size, max_seq_length):
+    """Mean positions computed per example when prediction sorts `lengths` within windows of
+    input_pipeline.SORT_WINDOW_BATCHES batches and cuts each batch to its longest, rounded up to
+    padding.DEFAULT_WIDTH (what Trainer.predict does on one replica)."""
+    from bert_tf.training import input_pipeline, padding
+
+    window = input_pipeline.SORT_WINDOW_BATCHES * batch_size
+    total = 0
+    for begin in range(0, len(lengths), window):
+        ordered = np.sort(lengths[begin:begin + window])[::-1]
+        for start in range(0, len(ordered), batch_size):
+            total += batch_size * padding.padded_length(int(ordered[start]), max_seq_length)
+    return total / len(lengths)
+
+
 class Words:
     """Words of the uncased vocab that are one word piece each (letters only)."""
 
@@ -528,7 +543,8 @@ def main():
                 os.path.join(args.work_dir, f"{task}_predict.tf_record"),
                 {k: v[:args.predict_examples] for k, v in features.items()})
             p_lengths = lengths[:args.predict_examples]
-            p_note = f"mean length {p_lengths.mean():.0f} of {max_seq_length}"
+            p_note = (f"mean length {p_lengths.mean():.0f} of {max_seq_length}; cut batches "
+                      f"compute {cut_positions(p_lengths, predict_batch, max_seq_length):.0f}")
             for name, options in (("ours (default)", {}),
                                   ("ours --dynamic_padding=false", {"dynamic_padding": False})):
                 seconds, _ = time_our_prediction(config, task, predict_file, max_seq_length,
