@@ -7,10 +7,10 @@ A request of n word pieces multiplies an [n, H] activation by each of the encode
 kernels (query, key, value, attention output, intermediate, output of 12 layers: 340 MB in
 float32). The second column times exactly those 72 matmuls, with the model's own kernels, in one
 tf.function, with the forward pass's dependencies (a layer's query, key and value products
-independent, then summed: one addition of [n, H] per layer, the only other op), and nothing else:
-no bias, attention, LayerNorm or activation. A float32 forward pass through TensorFlow's matmul kernels on the same
-machine cannot take less, so the column bounds the latency an export can reach there
-(docs/performance.md, "Dynamic padding on real lengths").
+independent, then summed: one addition of [n, H] per layer, the only other op), and nothing
+else: no bias, attention, LayerNorm or activation. A float32 forward pass through TensorFlow's
+matmul kernels on the same machine cannot take less, so the column bounds the latency an export
+can reach there (docs/performance.md, "Dynamic padding on real lengths").
 Medians over at least `--seconds` of calls, in float32.
 """
 
