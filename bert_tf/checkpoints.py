@@ -1,9 +1,12 @@
-"""Checkpoints in the layout of Google's release: the one table of original TF1 names.
+"""Checkpoints in the format of Google's release: TF1 bundles of variables under their original
+names, the `checkpoint` state file, damaged-checkpoint handling.
 
-`original_variable_map(model)` is the single mapping between the original names
-(`bert/encoder/layer_3/attention/self/query/kernel`, ...) and our Keras variables; loading and
-saving both read it, and the training loop uses it for the optimizer's name-based rules and slot
-names. Every mapping is a rename: our variables have the original shapes.
+This module knows the format, not the models: each model names its own variables
+(`model.checkpoint_variables()`, e.g. `bert/encoder/layer_3/attention/self/query/kernel`, and
+`model.required_checkpoint_scopes()`), and `original_variable_map(model)` checks that table
+covers every variable. Loading and saving both read it, and the training loop uses it for the
+optimizer's name-based rules and slot names. Every mapping is a rename: our variables have the
+original shapes.
 
 Paths go through `tf.io.gfile`, so `gs://` output directories work as with the original.
 """
@@ -17,11 +20,6 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import files
-from bert_tf.electra.model import ElectraPretrainingModel
-from bert_tf.encoder import BertModel
-from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
-from bert_tf.models import BertTaskModel
-from bert_tf.pretraining import BertPretrainingModel
 
 GLOBAL_STEP = "global_step"
 STATE_FILE = "checkpoint"
@@ -111,144 +109,23 @@ def verify_checkpoint(prefix):
             raise damaged_checkpoint_error(prefix, e, tensor=name) from None
 
 
-def _add_dense(table, prefix, dense):
-    table[f"{prefix}/kernel"] = dense.kernel
-    table[f"{prefix}/bias"] = dense.bias
-
-
-def _add_layer_norm(table, prefix, layer_norm):
-    table[f"{prefix}/gamma"] = layer_norm.gamma
-    table[f"{prefix}/beta"] = layer_norm.beta
-
-
-# Where each fine-tuning head's `output_weights` / `output_bias` live in a checkpoint: the
-# original run_classifier.py creates them at the top level, run_squad.py under `cls/squad`;
-# token classification is not in the original, so its scope is one no original checkpoint has.
-_HEAD_SCOPES = (
-    (ClassifierHead, ""),
-    (SpanHead, "cls/squad/"),
-    (TokenClassifierHead, "bert_tf/tagging/"),
-)
-
-
-def head_scope(head):
-    """The checkpoint scope (`""`, `"cls/squad/"`, ...) of a fine-tuning head layer."""
-    for cls, scope in _HEAD_SCOPES:
-        if isinstance(head, cls):
-            return scope
-    raise TypeError(f"no checkpoint names for a head of type {type(head).__name__}")
-
-
-def encoder_scope(config):
-    """The checkpoint scope of an encoder of `config`: "bert", or "electra" for ELECTRA's."""
-    return "electra" if config.model_type == "electra" else "bert"
-
-
-def _add_embeddings(table, scope, embeddings):
-    table[f"{scope}/embeddings/word_embeddings"] = embeddings.word_embeddings
-    table[f"{scope}/embeddings/token_type_embeddings"] = embeddings.token_type_embeddings
-    table[f"{scope}/embeddings/position_embeddings"] = embeddings.position_embeddings
-    _add_layer_norm(table, f"{scope}/embeddings/LayerNorm", embeddings.layer_norm)
-
-
-def _add_encoder(table, bert, scope, embeddings=True):
-    """`bert`'s variables under `scope/`; its embeddings too unless `embeddings` is False
-    (ELECTRA's generator shares the discriminator's, named under `electra/`)."""
-    if embeddings:
-        _add_embeddings(table, scope, bert.embeddings)
-    if bert.embeddings_project is not None:
-        _add_dense(table, f"{scope}/embeddings_project", bert.embeddings_project)
-    for i, block in enumerate(bert.encoder.blocks):
-        prefix = f"{scope}/encoder/layer_{i}"
-        attention = block.self_attention
-        _add_dense(table, f"{prefix}/attention/self/query", attention.query)
-        _add_dense(table, f"{prefix}/attention/self/key", attention.key)
-        _add_dense(table, f"{prefix}/attention/self/value", attention.value)
-        _add_dense(table, f"{prefix}/attention/output/dense", block.attention_output)
-        _add_layer_norm(table, f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm)
-        _add_dense(table, f"{prefix}/intermediate/dense", block.intermediate)
-        _add_dense(table, f"{prefix}/output/dense", block.output_dense)
-        _add_layer_norm(table, f"{prefix}/output/LayerNorm", block.output_layer_norm)
-    if bert.pooler is not None:
-        _add_dense(table, f"{scope}/pooler/dense", bert.pooler.dense)
-
-
-def _add_electra_pretraining(table, model):
-    """google-research/electra's names, in the order its graph creates the variables: the
-    generator first (with tied embeddings it creates `electra/embeddings`), its head, then the
-    discriminator and its head."""
-    generator, discriminator = model.generator, model.discriminator
-    if generator is not None:
-        if discriminator is None or generator is discriminator:
-            # The masked LM alone (electra_objective false), or one network for both
-            # (untied_generator false): the full-size network under electra/.
-            _add_encoder(table, generator, "electra")
-        else:
-            shared = generator.embeddings is discriminator.embeddings
-            if shared:
-                _add_embeddings(table, "electra", discriminator.embeddings)
-            _add_encoder(table, generator, "generator", embeddings=not shared)
-        head = model.generator_head
-        _add_dense(table, "generator_predictions/dense", head.dense)
-        _add_layer_norm(table, "generator_predictions/LayerNorm", head.layer_norm)
-        table["generator_predictions/output_bias"] = head.output_bias
-    if discriminator is not None:
-        if generator is not discriminator:
-            shared = generator is not None and generator.embeddings is discriminator.embeddings
-            _add_encoder(table, discriminator, "electra", embeddings=not shared)
-        _add_dense(table, "discriminator_predictions/dense", model.discriminator_head.dense)
-        _add_dense(table, "discriminator_predictions/dense_1", model.discriminator_head.dense_1)
-
-
 def original_variable_map(model):
-    """The original checkpoint name of every variable of `model`.
+    """The original checkpoint name of every variable of `model`: its
+    `checkpoint_variables()`, checked to name each of its variables once.
 
     Args:
-      model: a `BertModel` (names under `bert/`, or `electra/` for a config of model_type
-        "electra"), a `BertPretrainingModel` (also `cls/`), a `BertTaskModel` (also its head's
-        `output_weights` and `output_bias`, see _HEAD_SCOPES) or an `ElectraPretrainingModel`
-        (google-research/electra's names: `electra/`, `generator/`, `generator_predictions/`,
-        `discriminator_predictions/`).
+      model: a model of bert_tf (an encoder such as `BertModel`, `BertPretrainingModel`,
+        `BertTaskModel`, `ElectraPretrainingModel`...).
     Returns:
       dict original name -> Keras variable, in the order of the original checkpoint table.
     """
-    table = {}
-    if isinstance(model, ElectraPretrainingModel):
-        _add_electra_pretraining(table, model)
-    else:
-        if isinstance(model, (BertPretrainingModel, BertTaskModel)):
-            bert = model.bert
-        elif isinstance(model, BertModel):
-            bert = model
-        else:
-            raise TypeError("expected a BertModel, BertPretrainingModel, BertTaskModel or "
-                            f"ElectraPretrainingModel, got {type(model).__name__}")
-        _add_encoder(table, bert, encoder_scope(bert.config))
-    if isinstance(model, BertPretrainingModel):
-        _add_dense(table, "cls/predictions/transform/dense", model.masked_lm.dense)
-        _add_layer_norm(table, "cls/predictions/transform/LayerNorm", model.masked_lm.layer_norm)
-        table["cls/predictions/output_bias"] = model.masked_lm.output_bias
-        table["cls/seq_relationship/output_weights"] = model.next_sentence.output_weights
-        table["cls/seq_relationship/output_bias"] = model.next_sentence.output_bias
-    if isinstance(model, BertTaskModel):
-        scope = head_scope(model.head)
-        table[f"{scope}output_weights"] = model.head.output_weights
-        table[f"{scope}output_bias"] = model.head.output_bias
-    # A variable added to a layer without a name here would silently never be saved.
+    table = model.checkpoint_variables()
+    # A variable its model does not name would silently never be saved.
     mapped = {id(v) for v in table.values()}
     unmapped = [v.path for v in model.weights if id(v) not in mapped]
     if unmapped or len(mapped) != len(table) or len(model.weights) != len(table):
         raise AssertionError(f"checkpoint name table out of date; unmapped variables: {unmapped}")
     return table
-
-
-def _required_scopes(model):
-    """Name prefixes every variable of which a checkpoint of `model` must hold (the encoders';
-    a fine-tuning head may be absent)."""
-    if isinstance(model, ElectraPretrainingModel):
-        return ("electra/", "generator/")
-    bert = model if isinstance(model, BertModel) else model.bert
-    return (encoder_scope(bert.config) + "/",)
 
 
 @dataclasses.dataclass
@@ -330,7 +207,7 @@ def load_original_checkpoint(model, path):
     """Loads a checkpoint in the original naming into `model`.
 
     Args:
-      model: a `BertModel` or `BertPretrainingModel`.
+      model: a model of bert_tf (see `original_variable_map`).
       path: a checkpoint prefix (`.../bert_model.ckpt`) or a directory.
     Returns:
       A `CheckpointReport`; for a training checkpoint of the original (`model.ckpt-N`) it
@@ -347,7 +224,7 @@ def load_original_checkpoint(model, path):
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
     table = original_variable_map(model)
-    required = _required_scopes(model)
+    required = model.required_checkpoint_scopes()
 
     problems, not_in_checkpoint, unused = [], [], []
     slots, global_step = {}, None

@@ -4,7 +4,7 @@ import copy
 import json
 import os
 
-from bert_tf import files
+from bert_tf import families, files
 
 # The keys of a released bert_config.json, in the order the original writes them.
 _REQUIRED_KEYS = (
@@ -34,10 +34,6 @@ _PROBABILITY_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 # Face configs call "gelu" and ELECTRA computes; the original code refuses it ("Unsupported
 # activation") rather than computing the other function.
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
-# The encoder families a config may name in the optional key `model_type`: "bert" (the default:
-# scope `bert/`, a tanh pooler) or "electra" (google-research/electra: scope `electra/`, no pooler;
-# the pooled output is the [CLS] vector itself, which its fine-tuning heads read).
-MODEL_TYPES = ("bert", "electra")
 # The original's LayerNorm epsilon (tf.contrib.layers.layer_norm); a config may set another
 # with the optional key `layer_norm_eps`, which the original code ignores.
 DEFAULT_LAYER_NORM_EPS = 1e-12
@@ -54,8 +50,8 @@ class BertConfig:
     attributes and written back by `to_dict`/`to_json_string`. Of those, `layer_norm_eps`
     (default 1e-12, the original's) sets the epsilon of every LayerNorm; `embedding_size` (E,
     default hidden_size; ELECTRA's) the width of the embeddings, projected to hidden_size by a
-    dense `embeddings_project` when it differs; `model_type` ("bert" or "electra", see
-    MODEL_TYPES) the encoder family. Each is written back only when it was given.
+    dense `embeddings_project` when it differs; `model_type` (a name of
+    `bert_tf.families.NAMES`, default "bert") the family. Each is written back only when it was given.
     """
 
     def __init__(
@@ -92,7 +88,7 @@ class BertConfig:
         # ELECTRA's hparams write null for "the hidden size".
         embedding_size = extra.get("embedding_size")
         self.embedding_size = hidden_size if embedding_size is None else embedding_size
-        self.model_type = extra.get("model_type", "bert")
+        self.model_type = extra.get("model_type", families.DEFAULT)
         self._validate(source)
 
     def _validate(self, source):
@@ -114,8 +110,8 @@ class BertConfig:
         emb = self.embedding_size
         if isinstance(emb, bool) or not isinstance(emb, int) or emb <= 0:
             problems.append(f"embedding_size must be a positive integer, got {emb!r}")
-        if self.model_type not in MODEL_TYPES:
-            problems.append(f"model_type must be one of {', '.join(MODEL_TYPES)}, got "
+        if self.model_type not in families.NAMES:
+            problems.append(f"model_type must be one of {', '.join(families.NAMES)}, got "
                             f"{self.model_type!r}")
         if self.hidden_act not in ACTIVATIONS:
             problems.append(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {self.hidden_act!r}")

@@ -1,10 +1,10 @@
-"""`BertModel`: the BERT encoder (embeddings, transformer stack, pooler), without heads; with
-`model_type: "electra"` in the config, ELECTRA's variant of it (embeddings of width
-`embedding_size` projected to hidden_size, no pooler)."""
+"""`BertModel`: the BERT encoder (embeddings, transformer stack, pooler), without heads, and the
+input convention every model of bert_tf shares (`ENCODER_INPUTS`, `check_inputs`)."""
 
 import keras
 
 from bert_tf.config import BertConfig
+from bert_tf.layers.checkpoint_names import dense_variables
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.transformer_encoder import TransformerEncoder
@@ -24,7 +24,7 @@ def check_inputs(inputs, names, model_name):
 
 
 class BertModel(keras.Model):
-    """The encoder of the original `modeling.BertModel` (and of ELECTRA's `model/modeling.py`).
+    """The encoder of the original `modeling.BertModel`.
 
     Call with a dict of int tensors `input_ids`, `input_mask` (1 = real token, 0 = padding) and
     `segment_ids`, each [B, S]. Returns a dict:
@@ -34,19 +34,31 @@ class BertModel(keras.Model):
 
     With `config.embedding_size` E != H the embeddings are E wide and a dense
     `embeddings_project` [E, H] (Glorot-uniform initialised, as ELECTRA's tf.layers.dense
-    default) maps them to H; `embedding_output` is the projected one. With
-    `config.model_type == "electra"` there is no pooler: `pooled_output` is the [CLS] vector
-    `sequence_output[:, 0]`, what ELECTRA's fine-tuning heads read.
+    default) maps them to H; `embedding_output` is the projected one. A subclass without a
+    pooler (`has_pooler` False: ELECTRA's) returns the [CLS] vector `sequence_output[:, 0]` as
+    `pooled_output`.
+
+    Class attributes: `model_type`, the family whose configs it takes; `scope`, its checkpoint
+    scope (`bert/...`); `has_pooler`.
 
     Args:
-      config: a `BertConfig` (or its dict).
+      config: a `BertConfig` (or its dict) of model_type `model_type`.
       embeddings: optional `BertEmbeddings` layer of another model to share (ELECTRA's
         generator uses the discriminator's whole embedding scope); its width must be E.
     """
 
+    model_type = "bert"
+    scope = "bert"
+    has_pooler = True
+
     def __init__(self, config, embeddings=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
+        if config.model_type != self.model_type:
+            raise ValueError(
+                f"{type(self).__name__} takes a config of model_type {self.model_type!r}, got "
+                f"{config.model_type!r}: build the encoder with "
+                "bert_tf.families.build_encoder(config)")
         kwargs.setdefault("name", "bert")
         super().__init__(**kwargs)
         self.config = config
@@ -83,7 +95,7 @@ class BertModel(keras.Model):
             name="encoder",
         )
         self.pooler = None
-        if config.model_type == "bert":
+        if self.has_pooler:
             self.pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
         self.build()
 
@@ -121,6 +133,25 @@ class BertModel(keras.Model):
             "sequence_output": sequence_output,
             "pooled_output": pooled_output,
         }
+
+    def checkpoint_variables(self, scope=None, embeddings=True):
+        """{original name: variable} of the encoder under `scope` (default `self.scope`), in
+        the original's order; without `embeddings` the embedding tables are left out (a model
+        whose second encoder shares them names them once)."""
+        scope = scope or self.scope
+        table = {}
+        if embeddings:
+            table.update(self.embeddings.checkpoint_variables(f"{scope}/embeddings"))
+        if self.embeddings_project is not None:
+            table.update(dense_variables(f"{scope}/embeddings_project", self.embeddings_project))
+        table.update(self.encoder.checkpoint_variables(f"{scope}/encoder"))
+        if self.pooler is not None:
+            table.update(self.pooler.checkpoint_variables(f"{scope}/pooler"))
+        return table
+
+    def required_checkpoint_scopes(self):
+        """Name prefixes every variable of which a checkpoint of this model must hold."""
+        return (f"{self.scope}/",)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

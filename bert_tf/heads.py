@@ -1,5 +1,11 @@
 """Heads on the encoder: pretraining (masked-LM tied to the word embeddings, next-sentence)
-and fine-tuning (classifier, SQuAD span, token tags)."""
+and fine-tuning (classifier, SQuAD span, token tags).
+
+A fine-tuning head is declared here once, by its class: its layer, its `kind` (the name
+`--task` flags, export and the Hub bridge use), its checkpoint `scope`, its Hub tensor names and
+Transformers class (`hub_rows`, `hub_class_suffix`); `FINE_TUNING_HEADS` lists them. The
+pretraining heads are named by the pretraining models that hold them.
+"""
 
 import keras
 import tensorflow as tf
@@ -131,7 +137,34 @@ def _output_weights(layer, num_outputs, hidden_size, initializer_range):
     return weights, bias
 
 
-class _LabelHead(keras.layers.Layer):
+class FineTuningHead(keras.layers.Layer):
+    """What every fine-tuning head declares (class attributes), and its checkpoint names.
+
+    Attributes:
+      kind: "classifier", "squad" or "tagging": the key of FINE_TUNING_HEADS.
+      scope: the prefix of its `output_weights` / `output_bias` in a checkpoint.
+      num_labels_axis: None, or `output_weights`' axis that is the number of labels.
+      hub_rows: (Hub name, name under `scope`, transposed, Hub shape letters) of each weight:
+        Transformers' names in its BERT-family classes (C = the number of labels).
+      hub_class_suffix: the Transformers class is the family's prefix + this
+        (`BertForSequenceClassification`).
+      hub_has_pooler: whether that Transformers class has the encoder's pooler.
+    """
+
+    kind = None
+    scope = None
+    num_labels_axis = None
+    hub_rows = ()
+    hub_class_suffix = None
+    hub_has_pooler = False
+
+    def checkpoint_variables(self):
+        """{original name: variable}: `<scope>output_weights`, `<scope>output_bias`."""
+        return {f"{self.scope}output_weights": self.output_weights,
+                f"{self.scope}output_bias": self.output_bias}
+
+
+class _LabelHead(FineTuningHead):
     """`output_weights` [num_labels, H], `output_bias` [num_labels] and a float32 dropout at
     `dropout_rate` (training only): what the classifier and token-classifier heads share."""
 
@@ -160,13 +193,21 @@ class ClassifierHead(_LabelHead):
     """The original `run_classifier.py` head on the pooled output.
 
     `output_weights` [num_labels, H] (truncated normal) and `output_bias` [num_labels] (zeros),
-    at the top level of the checkpoint. In training, dropout at `dropout_rate` on the pooled
+    at the top level of the checkpoint (where the original creates them). In training, dropout at `dropout_rate` on the pooled
     output: the original fixes it at 0.1 whatever the config says. Float32 throughout (it is
     tiny, and the softmax must not run in a low precision).
 
     Called with the encoder's outputs dict; returns float32 `logits`, `log_probs` and
     `probabilities`, each [B, num_labels].
     """
+
+    kind = "classifier"
+    scope = ""
+    num_labels_axis = 0
+    hub_rows = (("classifier.weight", "output_weights", False, "CH"),
+                ("classifier.bias", "output_bias", False, "C"))
+    hub_class_suffix = "ForSequenceClassification"
+    hub_has_pooler = True
 
     def call(self, encoder_outputs, training=False):
         pooled = tf.cast(encoder_outputs["pooled_output"], tf.float32)
@@ -179,7 +220,7 @@ class ClassifierHead(_LabelHead):
         }
 
 
-class SpanHead(keras.layers.Layer):
+class SpanHead(FineTuningHead):
     """The original `run_squad.py` head: start and end logits at every position.
 
     `output_weights` [2, H] and `output_bias` [2] (checkpoint names `cls/squad/...`); no
@@ -188,6 +229,12 @@ class SpanHead(keras.layers.Layer):
     Called with the encoder's outputs dict; returns float32 `start_logits`, `end_logits`
     [B, S].
     """
+
+    kind = "squad"
+    scope = "cls/squad/"
+    hub_rows = (("qa_outputs.weight", "output_weights", False, "2H"),
+                ("qa_outputs.bias", "output_bias", False, "2"))
+    hub_class_suffix = "ForQuestionAnswering"
 
     def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
@@ -225,8 +272,28 @@ class TokenClassifierHead(_LabelHead):
     [B, S, num_labels].
     """
 
+    kind = "tagging"
+    scope = "bert_tf/tagging/"
+    num_labels_axis = 0
+    hub_rows = (("classifier.weight", "output_weights", False, "CH"),
+                ("classifier.bias", "output_bias", False, "C"))
+    hub_class_suffix = "ForTokenClassification"
+
     def call(self, encoder_outputs, training=False):
         sequence = tf.cast(encoder_outputs["sequence_output"], tf.float32)
         sequence = self.dropout(sequence, training=training)
         logits = tf.einsum("bsh,nh->bsn", sequence, self.output_weights) + self.output_bias
         return {"logits": logits, "log_probs": tf.nn.log_softmax(logits, axis=-1)}
+
+
+# kind -> class, in the order `--task` flags list them.
+FINE_TUNING_HEADS = {cls.kind: cls for cls in (ClassifierHead, SpanHead, TokenClassifierHead)}
+
+
+def fine_tuning_head(kind, config, num_labels=None, **kwargs):
+    """A new head of `kind` for an encoder of `config` (num_labels for a labelled head)."""
+    cls = FINE_TUNING_HEADS[kind]
+    args = dict(hidden_size=config.hidden_size, initializer_range=config.initializer_range)
+    if cls.num_labels_axis is not None:
+        args["num_labels"] = num_labels
+    return cls(**args, **kwargs, name=kind)

@@ -2,33 +2,33 @@
 
 import keras
 
+from bert_tf import families
 from bert_tf.config import BertConfig
-from bert_tf.encoder import ENCODER_INPUTS, BertModel, check_inputs
-from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.encoder import ENCODER_INPUTS, check_inputs
+from bert_tf.heads import FINE_TUNING_HEADS
 
-_HEADS = {"ClassifierHead": ClassifierHead, "SpanHead": SpanHead,
-          "TokenClassifierHead": TokenClassifierHead}
+_HEAD_CLASSES = {cls.__name__: cls for cls in FINE_TUNING_HEADS.values()}
 
 
 class BertTaskModel(keras.Model):
-    """`BertModel` (`self.bert`) plus `head` (`self.head`), a layer of `bert_tf.heads`.
+    """The encoder of the config's family (`self.bert`: a `BertModel`, `ElectraModel`...) plus
+    `head` (`self.head`), a fine-tuning head of `bert_tf.heads`.
 
     Call with a dict of int tensors `input_ids`, `input_mask`, `segment_ids` [B, S] (other keys
     are ignored). Returns the encoder's outputs (`embedding_output`, `all_encoder_layers`,
     `sequence_output`, `pooled_output`) updated with the head's (e.g. `logits` [B, C]).
-    All variables exist once the model is constructed; their checkpoint names are in
-    `bert_tf.checkpoints`.
+    All variables exist once the model is constructed; `checkpoint_variables` names them.
     """
 
     def __init__(self, config, head, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         if isinstance(head, dict):
-            head = _HEADS[head["class_name"]].from_config(head["config"])
+            head = _HEAD_CLASSES[head["class_name"]].from_config(head["config"])
         kwargs.setdefault("name", "bert_task")
         super().__init__(**kwargs)
         self.config = config
-        self.bert = BertModel(config, name="bert")
+        self.bert = families.build_encoder(config, name="bert")
         self.head = head
         self.build()
 
@@ -41,6 +41,15 @@ class BertTaskModel(keras.Model):
         outputs = dict(self.bert(inputs, training=training))
         outputs.update(self.head(outputs, training=training))
         return outputs
+
+    def checkpoint_variables(self):
+        """{original name: variable}: the encoder's, then the head's under its scope."""
+        return {**self.bert.checkpoint_variables(), **self.head.checkpoint_variables()}
+
+    def required_checkpoint_scopes(self):
+        """Name prefixes every variable of which a checkpoint of this model must hold (the
+        encoder's; the head may be absent, as in a pretrained checkpoint)."""
+        return self.bert.required_checkpoint_scopes()
 
     def get_config(self):
         return {

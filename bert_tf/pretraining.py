@@ -3,9 +3,11 @@
 import keras
 import tensorflow as tf
 
+from bert_tf import families
 from bert_tf.config import BertConfig
-from bert_tf.encoder import ENCODER_INPUTS, BertModel, check_inputs
+from bert_tf.encoder import ENCODER_INPUTS, check_inputs
 from bert_tf.heads import MaskedLMHead, NextSentenceHead
+from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
 
 PRETRAINING_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
 LABEL_FEATURES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -30,7 +32,7 @@ class BertPretrainingModel(keras.Model):
         kwargs.setdefault("name", "bert_pretraining")
         super().__init__(**kwargs)
         self.config = config
-        self.bert = BertModel(config, name="bert")
+        self.bert = families.build_encoder(config, name="bert")
         self.masked_lm = MaskedLMHead(
             config.vocab_size, config.hidden_size, config.hidden_act, config.initializer_range,
             layer_norm_eps=config.layer_norm_eps, embedding_size=config.embedding_size,
@@ -54,6 +56,23 @@ class BertPretrainingModel(keras.Model):
         )
         outputs["nsp_log_probs"] = self.next_sentence(outputs["pooled_output"])
         return outputs
+
+    def checkpoint_variables(self):
+        """{original name: variable}: the encoder's, then the heads' under `cls/`."""
+        head = self.masked_lm
+        return {
+            **self.bert.checkpoint_variables(),
+            **dense_variables("cls/predictions/transform/dense", head.dense),
+            **layer_norm_variables("cls/predictions/transform/LayerNorm", head.layer_norm),
+            "cls/predictions/output_bias": head.output_bias,
+            "cls/seq_relationship/output_weights": self.next_sentence.output_weights,
+            "cls/seq_relationship/output_bias": self.next_sentence.output_bias,
+        }
+
+    def required_checkpoint_scopes(self):
+        """Name prefixes every variable of which a checkpoint of this model must hold (the
+        encoder's; the heads may be absent, as in a fine-tuned checkpoint)."""
+        return self.bert.required_checkpoint_scopes()
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

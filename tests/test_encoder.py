@@ -90,12 +90,19 @@ def test_works_inside_tf_function_with_dynamic_shapes():
 
 
 def test_electra_variant():
-    """model_type electra: no pooler, the pooled output is the [CLS] vector; embedding_size E:
-    embeddings E wide, then embeddings_project [E, H] (Glorot uniform, bias 0)."""
+    """model_type electra: the registry builds ElectraModel (BertModel refuses the config); no
+    pooler, the pooled output is the [CLS] vector; embedding_size E: embeddings E wide, then
+    embeddings_project [E, H] (Glorot uniform, bias 0)."""
+    from bert_tf import families
     from bert_tf.checkpoints import original_variable_map
+    from bert_tf.electra.model import ElectraModel
 
     config = BertConfig.from_dict(tiny_config_dict(embedding_size=8, model_type="electra"))
-    model = BertModel(config)
+    with pytest.raises(ValueError, match="BertModel takes a config of model_type 'bert', got "
+                                         "'electra'"):
+        BertModel(config)
+    model = families.build_encoder(config)
+    assert type(model) is ElectraModel
     out = model(_inputs())
     np.testing.assert_array_equal(out["pooled_output"].numpy(),
                                   out["sequence_output"].numpy()[:, 0])
@@ -111,6 +118,6 @@ def test_electra_variant():
                                            tf.constant(_inputs()["segment_ids"])), kernel)
     np.testing.assert_allclose(out["embedding_output"].numpy(), projected.numpy(), atol=1e-6)
     # embedding_size = hidden_size: no projection.
-    model = BertModel(BertConfig.from_dict(tiny_config_dict(model_type="electra")))
+    model = ElectraModel(BertConfig.from_dict(tiny_config_dict(model_type="electra")))
     assert model.embeddings_project is None
     assert len(model.weights) == 5 + 16 * 2

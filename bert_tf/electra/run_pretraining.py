@@ -60,7 +60,7 @@ def main(argv=None):
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.config import BertConfigError
     from bert_tf.electra.hparams import HparamsError, PretrainingHparams
-    from bert_tf.electra.model import ElectraError
+    from bert_tf.electra.pretraining import ElectraError
     from bert_tf.files import OutputError
     from bert_tf.tasks.electra_pretraining import run
     from bert_tf.training import output_lock, precision

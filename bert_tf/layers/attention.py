@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.checkpoint_names import dense_variables
 from bert_tf.layers.initializers import truncated_normal
 
 # Added to the scores of padded keys: the original's constant, which makes their softmax weight
@@ -88,6 +89,12 @@ class SelfAttention(keras.layers.Layer):
         context = tf.transpose(context, [0, 2, 1, 3])
         batch_size, seq_length = tf.shape(context)[0], tf.shape(context)[1]
         return tf.reshape(context, [batch_size, seq_length, self.hidden_size])
+
+    def checkpoint_variables(self, scope):
+        """{original name: variable} under `scope` (e.g. `bert/encoder/layer_0/attention/self`)."""
+        return {**dense_variables(f"{scope}/query", self.query),
+                **dense_variables(f"{scope}/key", self.key),
+                **dense_variables(f"{scope}/value", self.value)}
 
     def get_config(self):
         config = super().get_config()

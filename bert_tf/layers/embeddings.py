@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.checkpoint_names import layer_norm_variables
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 
@@ -74,6 +75,16 @@ class BertEmbeddings(keras.layers.Layer):
         embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout(embeddings, training=training)
         return tf.cast(embeddings, self.compute_dtype)
+
+    def checkpoint_variables(self, scope):
+        """{original name: variable} under `scope` (e.g. `bert/embeddings`), in the original's
+        order."""
+        return {
+            f"{scope}/word_embeddings": self.word_embeddings,
+            f"{scope}/token_type_embeddings": self.token_type_embeddings,
+            f"{scope}/position_embeddings": self.position_embeddings,
+            **layer_norm_variables(f"{scope}/LayerNorm", self.layer_norm),
+        }
 
     def get_config(self):
         config = super().get_config()

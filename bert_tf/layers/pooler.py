@@ -2,6 +2,7 @@
 
 import keras
 
+from bert_tf.layers.checkpoint_names import dense_variables
 from bert_tf.layers.initializers import truncated_normal
 
 
@@ -24,6 +25,10 @@ class Pooler(keras.layers.Layer):
     def call(self, sequence_output):
         """[B, S, H] -> [B, H]."""
         return self.dense(sequence_output[:, 0])
+
+    def checkpoint_variables(self, scope):
+        """{`scope/dense/kernel`, `scope/dense/bias`} (scope e.g. `bert/pooler`)."""
+        return dense_variables(f"{scope}/dense", self.dense)
 
     def get_config(self):
         config = super().get_config()

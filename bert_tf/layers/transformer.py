@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.attention import SelfAttention
+from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 
@@ -12,8 +13,8 @@ from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 class TransformerBlock(keras.layers.Layer):
     """`a = LN(x + drop(dense(attn(x))))`, `y = LN(a + drop(dense(act(dense(a)))))`.
 
-    Sublayers and their original names relative to `bert/encoder/layer_N/` (the table is in
-    `bert_tf.checkpoints`): `self_attention` = `attention/self`, `attention_output` =
+    Sublayers and their original names relative to `bert/encoder/layer_N/` (see
+    `checkpoint_variables`): `self_attention` = `attention/self`, `attention_output` =
     `attention/output/dense`, `attention_layer_norm` = `attention/output/LayerNorm`,
     `intermediate` = `intermediate/dense`, `output_dense` = `output/dense`,
     `output_layer_norm` = `output/LayerNorm`.
@@ -85,6 +86,18 @@ class TransformerBlock(keras.layers.Layer):
         output = self.dropout(self.output_dense(intermediate), training=training)
         output = self.output_layer_norm(tf.cast(output, tf.float32) + attention)
         return tf.cast(output, self.compute_dtype)
+
+    def checkpoint_variables(self, scope):
+        """{original name: variable} under `scope` (e.g. `bert/encoder/layer_0`)."""
+        return {
+            **self.self_attention.checkpoint_variables(f"{scope}/attention/self"),
+            **dense_variables(f"{scope}/attention/output/dense", self.attention_output),
+            **layer_norm_variables(f"{scope}/attention/output/LayerNorm",
+                                   self.attention_layer_norm),
+            **dense_variables(f"{scope}/intermediate/dense", self.intermediate),
+            **dense_variables(f"{scope}/output/dense", self.output_dense),
+            **layer_norm_variables(f"{scope}/output/LayerNorm", self.output_layer_norm),
+        }
 
     def get_config(self):
         config = super().get_config()

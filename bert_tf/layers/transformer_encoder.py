@@ -41,6 +41,14 @@ class TransformerEncoder(keras.layers.Layer):
             outputs.append(hidden_states)
         return outputs
 
+    def checkpoint_variables(self, scope):
+        """{original name: variable} of every block, `scope/layer_<i>/...` (e.g. scope
+        `bert/encoder`), block by block."""
+        table = {}
+        for i, block in enumerate(self.blocks):
+            table.update(block.checkpoint_variables(f"{scope}/layer_{i}"))
+        return table
+
     def get_config(self):
         config = super().get_config()
         config.update(num_hidden_layers=self.num_hidden_layers, **self.block_args)

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.electra import masking
-from bert_tf.electra.model import ElectraObjective, ElectraPretrainingModel, electra_loss
+from bert_tf.electra.pretraining import ElectraObjective, ElectraPretrainingModel, electra_loss
 from bert_tf.training.schedule import WarmupLinearDecay
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
@@ -100,7 +100,7 @@ class ElectraPretrainingTask(Task):
     """ELECTRA (or, without electra_objective, the masked LM) on the builder's records.
 
     Args:
-      objective: `bert_tf.electra.model.ElectraObjective`.
+      objective: `bert_tf.electra.pretraining.ElectraObjective`.
       generator_config: the generator's `BertConfig` (None for uniform_generator).
       max_seq_length: the records' length.
       draws: optional `masking.RandomDraws` for the model (tests fix the draws).

@@ -1,0 +1,96 @@
+"""The model families and the one registry that finds them.
+
+A family (BERT, ELECTRA, ...) is a package of bert_tf with the same rooms as its siblings:
+`config.py` (its hyper-parameters), `model.py` (its encoder, on the shared `bert_tf.layers`,
+naming its own checkpoint variables), `pretraining.py` (its pretraining model and objective),
+its tokenizer, its pretraining-data builder and its commands, and `family.py`, which
+describes it to the rest of bert_tf as a `Family`. A config names its family in `model_type`
+(default "bert"); the tasks, the trainer, checkpoints, export and the Hub bridge ask this
+registry for what they need, and no core module names a family.
+
+Adding a family = a new package with those rooms + its line in `PACKAGES`.
+
+Pure Python: importing this module imports no family (nor TensorFlow); `get` imports the one
+asked for.
+"""
+
+import dataclasses
+import importlib
+
+# model_type -> the package whose `family` module defines `FAMILY`.
+PACKAGES = {
+    "bert": "bert_tf.bert",
+    "electra": "bert_tf.electra",
+}
+DEFAULT = "bert"
+NAMES = tuple(PACKAGES)
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What a family hands the rest of bert_tf.
+
+    Attributes:
+      name: its `model_type`.
+      encoder: the encoder class, `encoder(config, name=...)`: a keras.Model taking a dict of
+        int `input_ids`, `input_mask`, `segment_ids` [B, S] and returning `sequence_output`
+        [B, S, H], `pooled_output` [B, H] (and the other outputs of `BertModel`); with
+        `checkpoint_variables()` and `embedding_table`.
+      tokenizer: `tokenizer(vocab_file, do_lower_case, **kwargs)`, the host tokenizer; its
+        `special_tokens` (a `SpecialTokens`) name the family's special tokens.
+      special_tokens: the family's `SpecialTokens`.
+    """
+
+    name: str
+    encoder: type
+    tokenizer: object
+    special_tokens: object
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialTokens:
+    """A family's special tokens and how its word pieces mark word boundaries.
+
+    Attributes:
+      cls, sep, mask, pad, unk: the tokens (`[CLS]`, ...).
+      continuation_prefix: the prefix of a word piece that continues a word (WordPiece's
+        `##`), or None where pieces mark the START of a word instead.
+      word_start_prefix: the prefix of a piece that starts a word (SentencePiece's `▁`,
+        byte-level BPE's `Ġ`), or None.
+    """
+
+    cls: str
+    sep: str
+    mask: str
+    pad: str
+    unk: str
+    continuation_prefix: str | None = None
+    word_start_prefix: str | None = None
+
+    def is_continuation(self, token):
+        """Whether word piece `token` continues the word of the piece before it."""
+        if self.continuation_prefix is not None:
+            return token.startswith(self.continuation_prefix)
+        return not token.startswith(self.word_start_prefix)
+
+
+class UnknownFamilyError(ValueError):
+    """A `model_type` no package of bert_tf provides."""
+
+
+def get(name):
+    """The `Family` of `model_type` `name`."""
+    package = PACKAGES.get(name)
+    if package is None:
+        raise UnknownFamilyError(f"model_type must be one of {', '.join(NAMES)}, got {name!r}")
+    return importlib.import_module(f"{package}.family").FAMILY
+
+
+def of(config):
+    """The `Family` of a config (its `model_type`)."""
+    return get(getattr(config, "model_type", DEFAULT))
+
+
+def build_encoder(config, **kwargs):
+    """The encoder of `config`'s family: `of(config).encoder(config, **kwargs)`."""
+    return of(config).encoder(config, **kwargs)
