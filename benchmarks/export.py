@@ -30,7 +30,7 @@ from bert_tf import export  # noqa: E402
 from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.data.pairs import pad_to, pair_tokens  # noqa: E402
-from bert_tf.heads import ClassifierHead  # noqa: E402
+from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
 

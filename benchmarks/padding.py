@@ -561,7 +561,7 @@ def main():
 
     checkpoint = None
     if "extract_features" in parts or "export" in parts:
-        from bert_tf.heads import ClassifierHead
+        from bert_tf.layers.heads import ClassifierHead
         from bert_tf.models import BertTaskModel
 
         model = BertTaskModel(config, ClassifierHead(2, config.hidden_size))

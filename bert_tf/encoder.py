@@ -162,9 +162,10 @@ class BertModel(keras.Model):
         (`bert_config.json`, `bert_model.ckpt.*`) or a Hugging Face Hub snapshot (`config.json`,
         `model.safetensors` or `pytorch_model.bin`), converted as `python -m bert_tf.hf import`
         does. No download."""
+        # An import upward, at call time: the Hub bridge builds and loads models of this layer.
         from bert_tf.hf.convert import load_pretrained
 
-        return load_pretrained(path, "encoder")
+        return load_pretrained(path, lambda config, folder: cls(config))
 
     @classmethod
     def from_config(cls, config):

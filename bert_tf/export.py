@@ -52,7 +52,7 @@ from bert_tf.config import BertConfig
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.encoder import BertModel
 from bert_tf.feature_extraction import parse_layer_indexes
-from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving_inputs import ServingInputs
 from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,

@@ -5,14 +5,12 @@ import keras
 from bert_tf import families
 from bert_tf.config import BertConfig
 from bert_tf.encoder import ENCODER_INPUTS, check_inputs
-from bert_tf.heads import FINE_TUNING_HEADS
-
-_HEAD_CLASSES = {cls.__name__: cls for cls in FINE_TUNING_HEADS.values()}
+from bert_tf.heads import FINE_TUNING_HEADS, of_layer
 
 
 class BertTaskModel(keras.Model):
     """The encoder of the config's family (`self.bert`: a `BertModel`, `ElectraModel`...) plus
-    `head` (`self.head`), a fine-tuning head of `bert_tf.heads`.
+    `head` (`self.head`), a fine-tuning head layer of `bert_tf.layers.heads`.
 
     Call with a dict of int tensors `input_ids`, `input_mask`, `segment_ids` [B, S] (other keys
     are ignored). Returns the encoder's outputs (`embedding_output`, `all_encoder_layers`,
@@ -24,7 +22,8 @@ class BertTaskModel(keras.Model):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         if isinstance(head, dict):
-            head = _HEAD_CLASSES[head["class_name"]].from_config(head["config"])
+            declared = {h.layer: h for h in FINE_TUNING_HEADS.values()}[head["class_name"]]
+            head = declared.layer_class().from_config(head["config"])
         kwargs.setdefault("name", "bert_task")
         super().__init__(**kwargs)
         self.config = config
@@ -44,7 +43,8 @@ class BertTaskModel(keras.Model):
 
     def checkpoint_variables(self):
         """{original name: variable}: the encoder's, then the head's under its scope."""
-        return {**self.bert.checkpoint_variables(), **self.head.checkpoint_variables()}
+        return {**self.bert.checkpoint_variables(),
+                **self.head.checkpoint_variables(of_layer(self.head).scope)}
 
     def required_checkpoint_scopes(self):
         """Name prefixes every variable of which a checkpoint of this model must hold (the
@@ -68,6 +68,8 @@ class BertTaskModel(keras.Model):
         Hub snapshot (see `BertModel.from_pretrained`). Without `head`, the checkpoint's
         fine-tuning head (classifier, SQuAD span or tagging, with its number of labels); with
         one, its weights come from the checkpoint when they are there."""
-        from bert_tf.hf.convert import load_pretrained
+        # An import upward, at call time: the Hub bridge builds and loads models of this layer.
+        from bert_tf.hf.convert import load_pretrained, pretrained_head
 
-        return load_pretrained(path, "task", head=head)
+        return load_pretrained(path, lambda config, folder: cls(
+            config, head if head is not None else pretrained_head(folder, config)))

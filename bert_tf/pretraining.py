@@ -6,7 +6,7 @@ import tensorflow as tf
 from bert_tf import families
 from bert_tf.config import BertConfig
 from bert_tf.encoder import ENCODER_INPUTS, check_inputs
-from bert_tf.heads import MaskedLMHead, NextSentenceHead
+from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
 from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
 
 PRETRAINING_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)

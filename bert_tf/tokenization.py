@@ -394,9 +394,10 @@ class FullTokenizer:
         """The tokenizer of a local folder: its vocab.txt, else a Hub snapshot's
         tokenizer.json WordPiece vocab. `do_lower_case` None = as its tokenizer_config.json
         (or tokenizer.json) says, else as a released model's folder name says, else True."""
+        # An import upward, at call time: the Hub bridge reads the folder's tokenizer files.
         from bert_tf.hf.tokenizer_files import tokenizer_from_pretrained
 
-        return tokenizer_from_pretrained(folder, do_lower_case, **kwargs)
+        return tokenizer_from_pretrained(cls, folder, do_lower_case, **kwargs)
 
     def _memo(self, cache, key, value):
         if self._cache_size:

@@ -103,7 +103,7 @@ def test_run_classifier_fine_tunes_an_electra_checkpoint(config_file, tmp_path):
 @pytest.mark.parametrize("head", ["span", "tags"])
 def test_squad_and_tagging_models_load_the_encoder(config_file, head):
     from bert_tf.config import BertConfig
-    from bert_tf.heads import SpanHead, TokenClassifierHead
+    from bert_tf.layers.heads import SpanHead, TokenClassifierHead
     from bert_tf.models import BertTaskModel
 
     config = BertConfig.from_json_file(config_file)

@@ -25,7 +25,7 @@ from bert_tf.data.conll import Sentence, sentence_windows, word_predictions
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.data.squad import SquadExample, convert_examples_to_features, split_context
 from bert_tf.fast_tokenization import TokenizerModule
-from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving_inputs import ServingInputs
 from bert_tf.squad_predictions import (NO_ANSWER_NULL_ODDS, RawResult, compute_predictions,

@@ -18,7 +18,7 @@ import hub_fixtures as hub
 from bert_tf import BertModel, BertTaskModel, FullTokenizer
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
 from bert_tf.config import BertConfig
-from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.hf import HubError, names
 from bert_tf.hf.convert import export_checkpoint, import_snapshot
 from bert_tf.hf.safetensors_io import SafetensorsFile

@@ -6,7 +6,7 @@ import pytest
 
 from bert_tf import BertConfig
 from bert_tf.checkpoints import original_variable_map
-from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training import precision
 from conftest import tiny_config_dict

@@ -17,9 +17,9 @@ import uuid
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import checkpoints, tokenization
+from bert_tf import checkpoints, families, tokenization
 from bert_tf.config import BertConfig
-from bert_tf.encoder import BertModel
+from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json
 from bert_tf.training.trainer import TASK_FILE, read_task_file
@@ -28,17 +28,8 @@ CHECKPOINT_NAME = "bert_model.ckpt"
 # Written by an import beside the checkpoint: the source and the tensors it generated.
 IMPORT_INFO_FILE = "hf_import.json"
 TASKS = names.EXPORT_TASKS
-# --task -> the heads it exports; a fine-tuning task has exactly its one head.
-_TASK_HEADS = {"classifier": "classifier", "squad": "squad", "tagging": "tagging"}
-_HEADS_ARCHITECTURE = {
-    (): "BertModel",
-    ("mlm", "nsp"): "BertForPreTraining",
-    ("mlm",): "BertForMaskedLM",
-    ("nsp",): "BertForNextSentencePrediction",
-    ("classifier",): "BertForSequenceClassification",
-    ("squad",): "BertForQuestionAnswering",
-    ("tagging",): "BertForTokenClassification",
-}
+# The heads exported -> the Transformers class that has exactly them.
+_HEADS_ARCHITECTURE = {heads: arch for arch, (_, heads, _) in names.ARCHITECTURES.items()}
 
 
 @dataclasses.dataclass
@@ -106,7 +97,7 @@ def import_snapshot(hf_dir, output_dir):
         if len(vocab) > config.vocab_size:
             raise HubError(f"{vocab_source}: {len(vocab)} tokens, more than vocab_size "
                            f"{config.vocab_size} of config.json")
-        bert = BertModel(config)
+        bert = families.build_encoder(config)
         _assign(bert, snap.tensors)
         encoder_names = set(checkpoints.original_variable_map(bert))
         heads = {n: v for n, v in snap.tensors.items() if n not in encoder_names}
@@ -134,7 +125,7 @@ def _heads_in(shapes):
 
 
 def _choose_heads(task, present, prefix):
-    fine_tuning = [h for h in present if h in _TASK_HEADS.values()]
+    fine_tuning = [h for h in present if h in FINE_TUNING_HEADS]
     if task is None:
         if len(set(fine_tuning)) > 1:
             raise HubError(f"checkpoint {prefix} holds several fine-tuning heads ({fine_tuning}): "
@@ -150,11 +141,10 @@ def _choose_heads(task, present, prefix):
             raise HubError(f"checkpoint {prefix} has no pretraining head (cls/predictions, "
                            "cls/seq_relationship) for --task=pretraining")
         return heads
-    head = _TASK_HEADS[task]
-    if head not in present:
-        rows = names.HEADS[head]
+    if task not in present:
+        rows = names.HEADS[task]
         raise HubError(f"checkpoint {prefix} has no {rows[0][1]} for --task={task}")
-    return (head,)
+    return (task,)
 
 
 def _hub_config(config, architecture, labels, num_labels, regression, pad_token_id):
@@ -210,7 +200,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         do_lower_case, how = tokenizer_files.resolve_do_lower_case(directory, vocab_file)
         report.append(f"tokenizer: {how}")
 
-    bert = BertModel(config)
+    bert = families.build_encoder(config)
     load_report = checkpoints.load_original_checkpoint(bert, prefix)
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
@@ -313,35 +303,26 @@ def original_folder(path):
         yield folder
 
 
-def _fine_tuning_head(folder, config):
-    from bert_tf.heads import ClassifierHead, SpanHead, TokenClassifierHead
-
+def pretrained_head(folder, config):
+    """A new layer of the one fine-tuning head (classifier, SQuAD span or tagging, with its
+    number of labels) whose weights the checkpoint of Google-release `folder` holds."""
     prefix = checkpoints.resolve_checkpoint_path(folder)
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    found = [h for h in _heads_in(shapes) if h in _TASK_HEADS.values()]
+    found = [h for h in _heads_in(shapes) if h in FINE_TUNING_HEADS]
     if len(found) != 1:
         raise HubError(f"{prefix}: {'no' if not found else 'more than one'} fine-tuning head "
                        f"({found}): pass head= to BertTaskModel.from_pretrained")
-    kwargs = dict(hidden_size=config.hidden_size, initializer_range=config.initializer_range)
-    if found[0] == "squad":
-        return SpanHead(**kwargs, name="squad")
-    num_labels = shapes[names.HEADS[found[0]][0][1]][0]
-    cls = ClassifierHead if found[0] == "classifier" else TokenClassifierHead
-    return cls(num_labels, **kwargs, name=found[0])
+    kind = found[0]
+    axis = FINE_TUNING_HEADS[kind].num_labels_axis
+    num_labels = None if axis is None else shapes[names.HEADS[kind][0][1]][axis]
+    return FINE_TUNING_HEADS[kind].build(config, num_labels)
 
 
-def load_pretrained(path, model_class, head=None):
-    """`model_class` ("encoder" -> BertModel, "task" -> BertTaskModel) with the weights of a
-    Google-release folder or a Hub snapshot folder. For "task" without `head`, the head is
-    the checkpoint's (classifier, SQuAD span or tagging, with its number of labels)."""
-    from bert_tf.models import BertTaskModel
-
+def load_pretrained(path, build):
+    """The model `build(config, folder)` makes, with the weights of a Google-release folder or
+    a Hub snapshot folder (imported into a temporary Google-release `folder` first)."""
     with original_folder(path) as folder:
         config = BertConfig.from_json_file(os.path.join(folder, checkpoints.CONFIG_FILE))
-        if model_class == "encoder":
-            model = BertModel(config)
-        else:
-            model = BertTaskModel(config, head if head is not None
-                                  else _fine_tuning_head(folder, config))
+        model = build(config, folder)
         checkpoints.load_original_checkpoint(model, folder)
     return model

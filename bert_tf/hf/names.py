@@ -7,10 +7,13 @@ layout. Shapes are written with the config's letters: V vocab_size, H hidden_siz
 I intermediate_size, P max_position_embeddings, T type_vocab_size, C the number of labels.
 
 Encoder names carry no prefix here; the task architectures put the encoder under `bert.`.
-This module is pure Python (no TensorFlow, no NumPy).
+The fine-tuning heads' rows and classes are those they declare (`bert_tf.heads`). This module
+is pure Python (no TensorFlow, no NumPy).
 """
 
 import re
+
+from bert_tf.heads import FINE_TUNING_HEADS
 
 # Group name -> rows. Layer-wise encoder rows use `{i}` for the layer index.
 _EMBEDDINGS = (
@@ -52,7 +55,8 @@ _LAYER = (
 
 POOLER = _dense("pooler.dense", "bert/pooler/dense", "H", "H")
 
-# Heads: rows with full Hub names (outside the `bert.` prefix).
+# Heads: rows with full Hub names (outside the `bert.` prefix): the pretraining heads', then the
+# fine-tuning heads' (under their checkpoint scopes).
 HEADS = {
     "mlm": (
         *_dense("cls.predictions.transform.dense", "cls/predictions/transform/dense", "H", "H"),
@@ -63,23 +67,13 @@ HEADS = {
         ("cls.seq_relationship.weight", "cls/seq_relationship/output_weights", False, "2H"),
         ("cls.seq_relationship.bias", "cls/seq_relationship/output_bias", False, "2"),
     ),
-    # The scopes are those of bert_tf.checkpoints._HEAD_SCOPES.
-    "classifier": (
-        ("classifier.weight", "output_weights", False, "CH"),
-        ("classifier.bias", "output_bias", False, "C"),
-    ),
-    "squad": (
-        ("qa_outputs.weight", "cls/squad/output_weights", False, "2H"),
-        ("qa_outputs.bias", "cls/squad/output_bias", False, "2"),
-    ),
-    "tagging": (
-        ("classifier.weight", "bert_tf/tagging/output_weights", False, "CH"),
-        ("classifier.bias", "bert_tf/tagging/output_bias", False, "C"),
-    ),
+    **{kind: tuple((hub, head.scope + name, transposed, letters)
+                   for hub, name, transposed, letters in head.hub_rows)
+       for kind, head in FINE_TUNING_HEADS.items()},
 }
 
 # `python -m bert_tf.hf export --task=...`: which heads to export ("encoder" = BertModel).
-EXPORT_TASKS = ("pretraining", "classifier", "squad", "tagging", "encoder")
+EXPORT_TASKS = ("pretraining", *FINE_TUNING_HEADS, "encoder")
 
 # Transformers' BERT classes: the encoder's prefix, the heads, whether the class has a pooler.
 ARCHITECTURES = {
@@ -87,9 +81,8 @@ ARCHITECTURES = {
     "BertForPreTraining": ("bert.", ("mlm", "nsp"), True),
     "BertForMaskedLM": ("bert.", ("mlm",), False),
     "BertForNextSentencePrediction": ("bert.", ("nsp",), True),
-    "BertForSequenceClassification": ("bert.", ("classifier",), True),
-    "BertForQuestionAnswering": ("bert.", ("squad",), False),
-    "BertForTokenClassification": ("bert.", ("tagging",), False),
+    **{f"Bert{head.hub_class_suffix}": ("bert.", (kind,), head.hub_has_pooler)
+       for kind, head in FINE_TUNING_HEADS.items()},
 }
 
 # Hub tensors that are not weights of the original's model, and why (checked where a value

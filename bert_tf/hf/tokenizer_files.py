@@ -211,11 +211,10 @@ def resolve_do_lower_case(folder, vocab_file=None):
                   "original scripts' default)")
 
 
-def tokenizer_from_pretrained(folder, do_lower_case=None, **kwargs):
-    """A FullTokenizer of a folder's vocab.txt (else tokenizer.json's vocab); `do_lower_case`
-    None = as its tokenizer files or released model name say, else True."""
-    from bert_tf.tokenization import FullTokenizer
-
+def tokenizer_from_pretrained(tokenizer_class, folder, do_lower_case=None, **kwargs):
+    """A `tokenizer_class` (e.g. FullTokenizer) of a folder's vocab.txt (else tokenizer.json's
+    vocab); `do_lower_case` None = as its tokenizer files or released model name say, else
+    True."""
     folder = os.fspath(folder)
     if do_lower_case is None:
         do_lower_case, _ = resolve_do_lower_case(folder)
@@ -224,4 +223,4 @@ def tokenizer_from_pretrained(folder, do_lower_case=None, **kwargs):
         vocab_file = os.path.join(tmp, VOCAB_FILE)
         with open(vocab_file, "wb") as f:
             f.write(vocab_bytes)
-        return FullTokenizer(vocab_file, do_lower_case, **kwargs)
+        return tokenizer_class(vocab_file, do_lower_case, **kwargs)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from absl import logging
 from bert_tf import classifier_metrics, files, tokenization
 from bert_tf.data import classifier as data
-from bert_tf.heads import ClassifierHead
+from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
 from bert_tf.training.task import Task

@@ -19,7 +19,7 @@ from absl import logging
 
 from bert_tf import files, squad_eval, squad_predictions, tokenization
 from bert_tf.data import squad as squad_data
-from bert_tf.heads import SpanHead
+from bert_tf.layers.heads import SpanHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training.task import Task
 from bert_tf.tasks.finetuning import FineTuningOptions

@@ -25,7 +25,7 @@ from absl import logging
 
 from bert_tf import tagging_metrics, tokenization
 from bert_tf.data import conll
-from bert_tf.heads import TokenClassifierHead
+from bert_tf.layers.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.input_pipeline import PERMUTE_EACH_EPOCH
