@@ -46,11 +46,10 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from bert_tf import files, tokenization
+from bert_tf import families, files, tokenization
 from bert_tf.checkpoints import load_original_checkpoint, resolve_checkpoint_path
 from bert_tf.config import BertConfig
 from bert_tf.data.conll import OUTSIDE
-from bert_tf.encoder import BertModel
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
@@ -533,7 +532,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         raise ExportError(f"--vocab_file={vocab_file}: {e}") from None
     hidden = config.hidden_size
     if task == "features":
-        model = BertModel(config, name="bert")  # any checkpoint's encoder, whatever its head
+        model = families.build_encoder(config, name="bert")  # any checkpoint's encoder, whatever its head
     else:
         head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
                 "tagging": lambda: TokenClassifierHead(len(labels), hidden),

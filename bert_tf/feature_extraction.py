@@ -186,13 +186,14 @@ def check_vocab_has_special_tokens(tokenizer, vocab_file):
 
 
 def build_model(config, init_checkpoint, mixed_precision="none"):
-    """A `BertModel` in the current strategy scope, with the weights of `init_checkpoint`."""
+    """The encoder of `config`'s family in the current strategy scope, with the weights of
+    `init_checkpoint`."""
+    from bert_tf import families
     from bert_tf.checkpoints import CheckpointError, load_original_checkpoint
-    from bert_tf.encoder import BertModel
     from bert_tf.training.precision import dtype_policy
 
     with dtype_policy(mixed_precision):
-        model = BertModel(config)
+        model = families.build_encoder(config)
     try:
         load_original_checkpoint(model, init_checkpoint)
     except CheckpointError as e:
