@@ -14,11 +14,11 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 from bert_tf import files  # noqa: E402
+from bert_tf import flags as shared_flags  # noqa: E402
 from bert_tf.data import pipeline  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -80,8 +80,11 @@ def main(argv):
     return 0
 
 
+def run():
+    """`python -m bert_tf.create_pretraining_data` and the root create_pretraining_data.py."""
+    shared_flags.run_command(main, __name__, __doc__,
+                             required=("input_file", "output_file", "vocab_file"))
+
+
 if __name__ == "__main__":
-    flags.mark_flag_as_required("input_file")
-    flags.mark_flag_as_required("output_file")
-    flags.mark_flag_as_required("vocab_file")
-    app.run(main)
+    run()

@@ -14,7 +14,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from bert_tf import flags as bert_flags  # noqa: E402
 
@@ -86,8 +86,12 @@ def main(argv):
     return 0
 
 
+def run():
+    """`python -m bert_tf.extract_features` and the root extract_features.py."""
+    bert_flags.run_command(main, __name__, __doc__,
+                           required=("input_file", "output_file", "vocab_file",
+                                     "bert_config_file", "init_checkpoint"))
+
+
 if __name__ == "__main__":
-    for name in ("input_file", "output_file", "vocab_file", "bert_config_file",
-                 "init_checkpoint"):
-        flags.mark_flag_as_required(name)
-    app.run(main)
+    run()

@@ -10,7 +10,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from bert_tf import flags as shared_flags  # noqa: E402
 
@@ -92,8 +92,11 @@ def main(argv):
     return 0
 
 
+def run():
+    """`python -m bert_tf.run_pretraining` and the root run_pretraining.py."""
+    shared_flags.run_command(main, __name__, __doc__,
+                             required=("input_file", "bert_config_file", "output_dir"))
+
+
 if __name__ == "__main__":
-    flags.mark_flag_as_required("input_file")
-    flags.mark_flag_as_required("bert_config_file")
-    flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    run()

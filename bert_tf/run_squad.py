@@ -11,7 +11,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 from bert_tf import flags as shared_flags  # noqa: E402
 
@@ -75,7 +75,11 @@ def main(argv):
     )
 
 
+def run():
+    """`python -m bert_tf.run_squad` and the root run_squad.py."""
+    shared_flags.run_command(main, __name__, __doc__,
+                             required=("vocab_file", "bert_config_file", "output_dir"))
+
+
 if __name__ == "__main__":
-    for name in ("vocab_file", "bert_config_file", "output_dir"):
-        flags.mark_flag_as_required(name)
-    app.run(main)
+    run()

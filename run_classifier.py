@@ -1,0 +1,9 @@
+"""run_classifier.py: the original's command line, unchanged. The command (its flags, --help and
+main) is bert_tf/run_classifier.py, which also runs as `python -m bert_tf.run_classifier` from
+any directory once the package is installed (README: "Set-up").
+"""
+
+from bert_tf.run_classifier import run
+
+if __name__ == "__main__":
+    run()
