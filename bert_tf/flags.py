@@ -6,7 +6,7 @@ defaults and help) and calls `define_fine_tuning_flags()` (the fine-tuning comma
 `define_tpu_flags()` and `define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
 and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy;
 `hold_output_dir(FLAGS, strategy)` keeps a second run out of --output_dir; `run_command` is
-its entry point, for `python -m bert_tf.<command>` and for the root script of the same name.
+each command's entry point, for `python -m bert_tf.<command>` and the root script of its name.
 """
 
 import sys

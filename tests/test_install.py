@@ -57,8 +57,8 @@ def venv(tmp_path_factory):
     assert REPO not in root.parents
     source = root / "source"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", ".pytest_cache",
-        "demo_output", "_work"))
+        ".*", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "venv", "demo_output",
+        "_work"))
     wheels = root / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
          "--disable-pip-version-check", "--quiet", str(source), "-w", str(wheels)], cwd=root)
