@@ -1,93 +1,9 @@
-"""Writes the contextual embeddings of every token of a text file as JSON lines.
-
-The original extract_features.py's flags, names, defaults, input and output format (see
-bert_tf/feature_extraction.py), plus --dynamic_padding, --mixed_precision, --strategy and the TPU
-flags of the other scripts (--tpu_name, --tpu_zone, --gcp_project).
-
-  python3 extract_features.py --input_file=in.txt --output_file=out.jsonl \
-      --vocab_file=$BERT/vocab.txt --bert_config_file=$BERT/bert_config.json \
-      --init_checkpoint=$BERT/bert_model.ckpt --layers=-1,-2,-3,-4 --max_seq_length=128
+"""extract_features.py: the original's command line, unchanged. The command (its flags, --help
+and main) is bert_tf/extract_features.py, which also runs as `python -m
+bert_tf.extract_features` from any directory once the package is installed (README: "Set-up").
 """
 
-import os
-import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from absl import app, flags, logging  # noqa: E402
-
-from bert_tf import flags as bert_flags  # noqa: E402
-
-FLAGS = flags.FLAGS
-
-# The original's flags.
-flags.DEFINE_string("input_file", None,
-                    "Text file, one example per line; 'text_a ||| text_b' for a pair.")
-flags.DEFINE_string("output_file", None, "JSON lines output, one line per input line.")
-flags.DEFINE_string("layers", "-1,-2,-3,-4",
-                    "Comma list of encoder layers to output (negative: from the last one).")
-flags.DEFINE_string("bert_config_file", None,
-                    "The config json file of the BERT model (its architecture).")
-flags.DEFINE_integer("max_seq_length", 128,
-                     "Maximum total input length in word pieces; longer inputs are truncated.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Checkpoint to read the weights from (usually a released BERT model).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Lower-case the input (True for uncased models, False for cased ones).")
-flags.DEFINE_integer("batch_size", 32, "Batch size of the model pass.")
-# use_tpu, master, num_tpu_cores (the original's), with tpu_name, tpu_zone, gcp_project.
-bert_flags.define_tpu_flags()
-flags.DEFINE_bool("use_one_hot_embeddings", False,
-                  "Accepted for compatibility; the embedding lookup gives the same values "
-                  "either way, so it changes nothing.")
-
-# Added flags.
-flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
-                  "Compute dtype of the model pass (values are written as float32).")
-flags.DEFINE_bool("dynamic_padding", True,
-                  "Sort the lines by length into batches and run each batch only up to its "
-                  "longest line (rounded up to 16); false: every batch at max_seq_length, in "
-                  "input order, as the original. The output is the same either way.")
-flags.DEFINE_enum("strategy", "default",
-                  ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "tf.distribute strategy of the model pass.")
-
-
-def main(argv):
-    del argv
-    logging.set_verbosity(logging.INFO)
-    from bert_tf.config import BertConfigError
-    from bert_tf.files import OutputError
-    from bert_tf.feature_extraction import (ExtractFeaturesOptions, FeatureExtractionError,
-                                            run_extract_features)
-    from bert_tf.training.strategy import StrategyError
-
-    try:
-        strategy = bert_flags.strategy_from_flags(FLAGS)
-        options = ExtractFeaturesOptions(
-            input_file=FLAGS.input_file,
-            output_file=FLAGS.output_file,
-            bert_config_file=FLAGS.bert_config_file,
-            init_checkpoint=FLAGS.init_checkpoint,
-            vocab_file=FLAGS.vocab_file,
-            layers=FLAGS.layers,
-            max_seq_length=FLAGS.max_seq_length,
-            do_lower_case=FLAGS.do_lower_case,
-            batch_size=FLAGS.batch_size,
-            mixed_precision=FLAGS.mixed_precision,
-            dynamic_padding=FLAGS.dynamic_padding,
-        )
-        count = run_extract_features(options, strategy)
-    except (FeatureExtractionError, BertConfigError, StrategyError, OutputError) as e:
-        print(f"extract_features.py: error: {e}", file=sys.stderr)
-        return 1
-    logging.info("Wrote %d lines to %s", count, FLAGS.output_file)
-    return 0
-
+from bert_tf.extract_features import run
 
 if __name__ == "__main__":
-    for name in ("input_file", "output_file", "vocab_file", "bert_config_file",
-                 "init_checkpoint"):
-        flags.mark_flag_as_required(name)
-    app.run(main)
+    run()

@@ -1,13 +1,17 @@
-"""absl flags the training scripts share: the original's TPU flags and bert_tf's trainer flags.
+"""absl flags the commands share: the original's TPU flags, bert_tf's trainer flags, and the
+entry point.
 
-Each script defines its own flags (the original's names, defaults and help) and calls
-`define_fine_tuning_flags()` (the fine-tuning scripts), `define_tpu_flags()` and
-`define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
+Each command (bert_tf/run_classifier.py, ...) defines its own flags (the original's names,
+defaults and help) and calls `define_fine_tuning_flags()` (the fine-tuning commands),
+`define_tpu_flags()` and `define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
 and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy;
-`hold_output_dir(FLAGS, strategy)` keeps a second run out of --output_dir.
+`hold_output_dir(FLAGS, strategy)` keeps a second run out of --output_dir; `run_command` is
+each command's entry point, for `python -m bert_tf.<command>` and the root script of its name.
 """
 
-from absl import flags
+import sys
+
+from absl import app, flags
 
 
 def define_tpu_flags():
@@ -158,8 +162,6 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     `run(config, options, strategy, do_train=..., ...)` (only the do_* flags the script
     defines). Errors a user can fix (these and `task_errors`) print as one line
     `<script>: error: ...`. Returns the exit code."""
-    import sys
-
     from absl import logging
 
     from bert_tf.checkpoints import CheckpointError
@@ -189,3 +191,25 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     if out.get("checkpoint"):
         logging.info("Latest checkpoint: %s", out["checkpoint"])
     return 0
+
+
+def run_command(main, module_name, doc, required=()):
+    """absl's `app.run(main)` for the command module `module_name` (its `__name__`) whose
+    docstring is `doc`, with the flags `required` marked as required.
+
+    Run as `python -m bert_tf.<command>`, the module is `__main__`, whose flags absl lists
+    first under the script's path (--help shows them and the docstring). Run by a root script
+    (`python run_classifier.py`, which imports the module), absl would file them under
+    `bert_tf.run_classifier` and show the script's own docstring and no flags: so they are
+    filed under the script (absl's own dicts, which its `register_*` methods fill) and the
+    docstring lent to it, and --help and --helpfull read as when the script held them."""
+    FLAGS = flags.FLAGS  # noqa: N806 (absl's name)
+    for name in required:
+        flags.mark_flag_as_required(name)
+    if module_name != "__main__":
+        sys.modules["__main__"].__doc__ = doc
+        for flag in FLAGS.flags_by_module_dict().pop(module_name, []):
+            FLAGS.register_flag_by_module(sys.argv[0], flag)
+        for flag in FLAGS.key_flags_by_module_dict().pop(module_name, []):
+            FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    app.run(main)

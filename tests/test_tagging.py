@@ -387,7 +387,7 @@ def test_script_permutes_each_epoch_unless_shuffle_buffer_size_is_given(setup):
     common = [f"--data_dir={tmp_path}/data", f"--vocab_file={tmp_path}/vocab.txt",
               f"--bert_config_file={tmp_path}/bert_config.json", f"--output_dir={tmp_path}/o",
               "--do_train"]
-    probe = ("import sys, run_tagging\n"
+    probe = ("import sys\nfrom bert_tf import run_tagging\n"
              "import bert_tf.tasks.tagging as tagging\n"
              "tagging.run = lambda config, options, *a, **k: print("
              "'BUFFER', options.shuffle_buffer_size) or {}\n"
