@@ -40,7 +40,7 @@ import tensorflow as tf  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.original import load_original_module  # noqa: E402
-from bert_tf.training.loop import Pretrainer, PretrainingOptions  # noqa: E402
+from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions  # noqa: E402
 
 
 

@@ -57,6 +57,7 @@ from bert_tf.serving_inputs import ServingInputs
 from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
 from bert_tf.squad_predictions import NO_ANSWER_NULL_ODDS
+from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
 EXPORT_INFO_FILE = "bert_tf_export.json"
@@ -466,13 +467,12 @@ def read_labels(labels_flag, checkpoint):
             raise ExportError(f"--labels={labels_flag!r} has an empty label name")
         return labels
     directory = checkpoint if tf.io.gfile.isdir(checkpoint) else os.path.dirname(checkpoint)
-    path = os.path.join(directory or ".", "task.json")
-    if not tf.io.gfile.exists(path):
-        raise ExportError(f"no --labels given and no {path} beside the checkpoint: pass "
-                          "--labels=name1,name2,...")
+    path = task_file_path(directory or ".")
     try:
-        with tf.io.gfile.GFile(path) as f:
-            labels = json.load(f)["labels"]
+        labels = load_task_file(directory or ".")["labels"]
+    except FileNotFoundError:
+        raise ExportError(f"no --labels given and no {path} beside the checkpoint: pass "
+                          "--labels=name1,name2,...") from None
     except (ValueError, KeyError, TypeError) as e:
         raise ExportError(f"{path}: expected a JSON object with a 'labels' list ({e})") from None
     if not isinstance(labels, list) or not labels:

@@ -246,7 +246,7 @@ def test_several_workers_do_not_pass_over_a_damaged_input_position(reference, tm
     trainer = Pretrainer(config, PretrainingOptions(**args))
     stream = trainer.input_stream(args["input_files"], 4, is_training=True)
     with pytest.raises(TrainingError) as err:
-        trainer._restore_input_state(str(latest), stream)
+        trainer.restore_input_state(str(latest), stream)
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith(f"checkpoint {latest}.input-0-of-1 is damaged: ")

@@ -22,7 +22,8 @@ from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
 from bert_tf.tasks.finetuning import FineTuningOptions
-from bert_tf.training.trainer import TASK_FILE, Trainer, TrainingError, read_task_file
+from bert_tf.training.task_file import TASK_FILE, read_task_file
+from bert_tf.training.trainer import Trainer, TrainingError
 
 
 class ClassifierError(TrainingError):

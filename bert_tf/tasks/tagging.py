@@ -30,7 +30,8 @@ from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.input_pipeline import PERMUTE_EACH_EPOCH
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import Trainer, TrainingError, read_task_file
+from bert_tf.training.task_file import read_task_file
+from bert_tf.training.trainer import Trainer, TrainingError
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
