@@ -32,7 +32,8 @@ class Task:
         (TF1's clip_by_global_norm of an IndexedSlices), not the norm of the summed gradient.
         The original gathers only the word embeddings (token types go through a one-hot
         matmul); pretraining has none, since its tied masked-LM output adds a dense part and
-        TF1 then sums the whole gradient into a dense tensor before clipping.
+        TF1 then sums the whole gradient into a dense tensor before clipping. None (the
+        default, the fine-tuning tasks'): the word embeddings of the model's encoder.
       sequence_keys: the features whose axis 1 is the sequence ([B, max_seq_length, ...]).
         With dynamic padding (`bert_tf.training.padding`) the input pipeline cuts them to the
         batch's longest `input_mask`, rounded up; the other features pass unchanged.
@@ -53,7 +54,7 @@ class Task:
     log_names = ("loss",)
     eval_per_example_keys = ()
     unused_variable_prefixes = ()
-    row_norm_variables = ("bert/embeddings/word_embeddings", "electra/embeddings/word_embeddings")
+    row_norm_variables = None
     sequence_keys = ("input_ids", "input_mask", "segment_ids")
     position_keys = ()
     cut_training_batches = True

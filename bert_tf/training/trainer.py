@@ -213,6 +213,10 @@ class Trainer:
                 if var.trainable and not name.startswith(task.unused_variable_prefixes)
             ]
             self.train_variables = [table[name] for name in self.variable_names]
+            self.row_norm_variables = task.row_norm_variables
+            if self.row_norm_variables is None:
+                self.row_norm_variables = tuple(
+                    name for name, var in table.items() if var is self.model.bert.embedding_table)
             multipliers = layerwise_lr_multipliers(
                 self.variable_names, config.num_hidden_layers, options.layerwise_lr_decay)
             if multipliers:
@@ -288,7 +292,7 @@ class Trainer:
             raise AssertionError(
                 f"the {self.task.name} loss does not depend on {unused}: list them in the "
                 "task's unused_variable_prefixes")
-        self._sparse_gradients = [name in self.task.row_norm_variables
+        self._sparse_gradients = [name in self.row_norm_variables
                                   and isinstance(g, tf.IndexedSlices)
                                   for name, g in zip(self.variable_names, grads)]
         sparse_sq = tf.add_n([tf.constant(0.0)] + [
