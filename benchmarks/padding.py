@@ -417,9 +417,9 @@ def export_rows(args, words, config, config_dict, checkpoint):
     of the original's forward graph on the same requests tokenized and padded to 128."""
     import tensorflow as tf
 
-    from bert_tf import export
     from bert_tf.data.pairs import pad_to, pair_tokens
     from bert_tf.fast_tokenization import TokenizerModule
+    from bert_tf.serving import export
 
     rng = random.Random(5)
     short = words.text(rng, 10)  # [CLS] + 10 + [SEP] = 12 pieces

@@ -157,7 +157,7 @@ class Side:
             self.raw_result = m.RawResult
             self.write_predictions = m.write_predictions
         else:
-            from bert_tf import squad_predictions
+            from bert_tf.evaluation import squad_predictions
             from bert_tf.data import squad
             from bert_tf.tokenization import FullTokenizer
 

@@ -263,7 +263,7 @@ def write_paired_run(data_dir, paired_dir, config_dict, encoder_checkpoint, seed
 def truncation_report(data_dir, max_seq_length):
     """What a window of max_seq_length cuts off the dev sentences: (the indexes of the
     sentences that fit, words beyond it, gold entities ending beyond it, all gold entities)."""
-    from bert_tf import tagging_metrics
+    from bert_tf.evaluation import tagging_metrics
     from bert_tf.data import conll
     from bert_tf.tokenization import FullTokenizer
 
@@ -348,7 +348,7 @@ def main():
           f"(seed 0); max_seq_length {args.max_seq_length}, batch {args.batch_size}, "
           f"lr {args.learning_rate}, {args.epochs} epochs, warmup 10%, dropout: {args.dropout}",
           flush=True)
-    from bert_tf import tagging_metrics
+    from bert_tf.evaluation import tagging_metrics
     from bert_tf.data import conll
 
     gold = [s.tags for s in conll.read_conll(os.path.join(data_dir, "dev.txt"))]

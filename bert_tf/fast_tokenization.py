@@ -7,7 +7,7 @@ same computation for a `tf.function` or a SavedModel: texts tf.string [N] -> tf.
 int64 ids [N, None]. Both use tensorflow-text's WordPiece op (points 2 and 3 below), which is
 not part of TensorFlow: a SavedModel holding it needs `import tensorflow_text` before loading,
 and `saved_model_cli` cannot load it at all. `TokenizerModule(vocab, do_lower_case,
-core_ops=True)` (the default of `TokenizerModule`; what `bert_tf.serving_inputs` and so every
+core_ops=True)` (the default of `TokenizerModule`; what `bert_tf.serving.inputs` and so every
 export use) replaces points 2 and 3 by point 5: its graph holds only core TensorFlow ops, with
 the same ids, slower (`benchmarks/tokenizer.py --in_graph`).
 

@@ -15,8 +15,9 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from bert_tf import classifier_metrics, files, tokenization
+from bert_tf import files, tokenization
 from bert_tf.data import classifier as data
+from bert_tf.evaluation import classifier_metrics
 from bert_tf.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics

@@ -17,8 +17,9 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import files, squad_eval, squad_predictions, tokenization
+from bert_tf import files, tokenization
 from bert_tf.data import squad as squad_data
+from bert_tf.evaluation import squad_eval, squad_predictions
 from bert_tf.heads import SpanHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training.task import Task

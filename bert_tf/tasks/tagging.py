@@ -23,8 +23,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tagging_metrics, tokenization
+from bert_tf import tokenization
 from bert_tf.data import conll
+from bert_tf.evaluation import tagging_metrics
 from bert_tf.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions

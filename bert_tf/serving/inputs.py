@@ -30,7 +30,7 @@ characters (which its cleaning drops) are removed first, then the text is split 
 whitespace (`str.isspace` or category Zs), so tokenizing word by word gives exactly the pieces of
 the whole text; for ordinary text these are the words of `str.split()`. The windows are
 `bert_tf.data.conll.sentence_windows`' (run_tagging.py's): `[CLS] pieces [SEP]`, segment 0,
-max_seq_length - 2 pieces advancing by min(that, doc_stride) (`bert_tf.serving_windows`), one
+max_seq_length - 2 pieces advancing by min(that, doc_stride) (`bert_tf.serving.windows`), one
 empty window for a text without pieces; a word's tag position is its first piece in the window
 where that piece has the most context. A word without pieces has no tag position.
 """
@@ -41,7 +41,7 @@ from bert_tf import tokenization
 from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN
 from bert_tf.fast_tokenization import TokenizerModule
 from bert_tf.training.padding import padded_length
-from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
 
 
