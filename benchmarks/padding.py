@@ -245,7 +245,7 @@ def _original_graph(repo, task, config_dict, batch_size, max_seq_length, is_trai
     loss, or the forward outputs."""
     import tensorflow as tf
 
-    from bert_tf.original import load_original_module
+    from tools.original import load_original_module
 
     name = "run_squad" if task == "squad" else "run_classifier"
     if name not in _ORIGINAL_MODULES:
