@@ -113,17 +113,17 @@ def _map_char(cp, do_lower_case):
     Returns a str whose words, split on spaces, are exactly the original's pieces.
     """
     char = chr(cp)
-    if cp == 0 or cp == 0xFFFD or tokenization._is_control(char):
+    if cp == 0 or cp == 0xFFFD or tokenization.is_control(char):
         return ""
-    if tokenization._is_whitespace(char) or char.isspace():
+    if tokenization.is_whitespace(char) or char.isspace():
         return " "
     out = char
     if do_lower_case:
         out = unicodedata.normalize("NFD", out.lower())
         out = "".join(c for c in out if unicodedata.category(c) != "Mn")
     out = "".join(
-        " " if c.isspace() else (f" {c} " if tokenization._is_punctuation(c) else c) for c in out)
-    if tokenization._is_chinese_char(cp):
+        " " if c.isspace() else (f" {c} " if tokenization.is_punctuation(c) else c) for c in out)
+    if tokenization.is_chinese_char(cp):
         out = f" {out} "
     return out
 
@@ -171,21 +171,21 @@ def build_char_tables(do_lower_case):
             continue
         char = chr(cp)
         cat = category(char)
-        if cat in ("Cn", "Co") and not tokenization._is_chinese_char(cp):
+        if cat in ("Cn", "Co") and not tokenization.is_chinese_char(cp):
             # Unassigned and private-use code points map to themselves and are neither cased
             # nor case-ignorable (the tests check this against str.lower).
             continue
         mapped = _map_char(cp, do_lower_case)
-        if tokenization._is_punctuation(char) or tokenization._is_chinese_char(cp):
+        if tokenization.is_punctuation(char) or tokenization.is_chinese_char(cp):
             always_spaced[cp] = 1
-        if not tokenization._is_chinese_char(cp):
-            cjk_unspaced.update(ord(c) for c in mapped if tokenization._is_chinese_char(ord(c))
-                                and not tokenization._is_punctuation(c))
+        if not tokenization.is_chinese_char(cp):
+            cjk_unspaced.update(ord(c) for c in mapped if tokenization.is_chinese_char(ord(c))
+                                and not tokenization.is_punctuation(c))
         if do_lower_case:
-            if cp == 0 or cp == 0xFFFD or tokenization._is_control(char):
+            if cp == 0 or cp == 0xFFFD or tokenization.is_control(char):
                 case_class[cp] = _REMOVED
-            elif (tokenization._is_whitespace(char) or char.isspace()
-                  or tokenization._is_chinese_char(cp)):
+            elif (tokenization.is_whitespace(char) or char.isspace()
+                  or tokenization.is_chinese_char(cp)):
                 case_class[cp] = _OTHER  # a word boundary in the original
             else:
                 case_class[cp] = _case_class(cp)
@@ -270,7 +270,7 @@ def ascii_lane_is_exact():
     word, tab/newline/CR/space separate words, letters and digits are ordinary."""
     kinds = e2e_char_kinds()
     for cp in range(0x20, 0x7F):
-        if tokenization._is_punctuation(chr(cp)):
+        if tokenization.is_punctuation(chr(cp)):
             expected = _SPLIT_AS_PUNCTUATION
         elif cp == 0x20:
             expected = _SPLIT_AS_SPACE
@@ -302,9 +302,9 @@ def _char_flags(tables, e2e_unsafe):
 
 def _is_word_char(char):
     """Can `char` be inside a word of several characters, after the original's steps 1-6?"""
-    return not (char.isspace() or tokenization._is_whitespace(char)
-                or tokenization._is_control(char) or char in "\x00\ufffd"
-                or tokenization._is_punctuation(char) or tokenization._is_chinese_char(ord(char)))
+    return not (char.isspace() or tokenization.is_whitespace(char)
+                or tokenization.is_control(char) or char in "\x00\ufffd"
+                or tokenization.is_punctuation(char) or tokenization.is_chinese_char(ord(char)))
 
 
 def can_be_emitted(token):
@@ -318,8 +318,8 @@ def can_be_emitted(token):
     if not body:
         return False
     if len(body) == 1 and not _is_word_char(body) and body != " ":
-        return body == token and not (body.isspace() or tokenization._is_whitespace(body)
-                                      or tokenization._is_control(body) or body in "\x00\ufffd")
+        return body == token and not (body.isspace() or tokenization.is_whitespace(body)
+                                      or tokenization.is_control(body) or body in "\x00\ufffd")
     return all(_is_word_char(c) for c in body)
 
 

@@ -34,8 +34,8 @@ from absl import logging
 
 from bert_tf import files, tokenization
 from bert_tf.data import writer as writer_lib
-from bert_tf.data.features import (_TAG_FLOAT_LIST, _TAG_INT64_LIST, _Int64EntryHeads,
-                                   _LengthPrefixed, _map_entry, varint)
+from bert_tf.data.features import (TAG_FLOAT_LIST, TAG_INT64_LIST, Int64EntryHeads,
+                                   LengthPrefixed, map_entry, varint)
 
 NUM_LOGGED_EXAMPLES = 5
 LOG_EVERY = 10000
@@ -82,25 +82,15 @@ class InputFeatures:
 # Reading files.
 
 
-def _is_remote(path):
-    return "://" in str(path)
-
-
-def _gfile():
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
-
-    return tf.io.gfile
-
-
 def _exists(path):
-    return _gfile().exists(path) if _is_remote(path) else os.path.isfile(path)
+    return files.tf_gfile().exists(path) if files.is_remote(path) else os.path.isfile(path)
 
 
 def _read_text(path):
     """The file's text, decoded as UTF-8 (errors name the line)."""
     try:
-        if _is_remote(path):
-            with _gfile().GFile(path, "rb") as f:
+        if files.is_remote(path):
+            with files.tf_gfile().GFile(path, "rb") as f:
                 data = f.read()
         else:
             with open(path, "rb") as f:
@@ -751,23 +741,23 @@ class ClassifierExampleEncoder:
         self._varints = [varint(n) for n in range(max(vocab_size, 2))]
         self._zeros = b"\x00" * length
         self._ones = b"\x01" * length
-        self._input_ids_head = _Int64EntryHeads("input_ids")
+        self._input_ids_head = Int64EntryHeads("input_ids")
         self._input_mask = [
-            _map_entry("input_mask", _TAG_INT64_LIST, b"\x01" * n + b"\x00" * (length - n))
+            map_entry("input_mask", TAG_INT64_LIST, b"\x01" * n + b"\x00" * (length - n))
             for n in range(length + 1)]
-        self._is_real = [_map_entry("is_real_example", _TAG_INT64_LIST, varint(v))
+        self._is_real = [map_entry("is_real_example", TAG_INT64_LIST, varint(v))
                          for v in (0, 1)]
         self._labels = {}
-        segment_entry = _map_entry("segment_ids", _TAG_INT64_LIST, self._zeros)
+        segment_entry = map_entry("segment_ids", TAG_INT64_LIST, self._zeros)
         self._segment_prefix = segment_entry[:-length]
-        self._example_head = _LengthPrefixed(b"\x0a")
+        self._example_head = LengthPrefixed(b"\x0a")
 
     def _label_entry(self, label_id):
         if self.is_regression:  # not memoized: 0.0 and -0.0 are equal keys, not equal bytes
-            return _map_entry("label_ids", _TAG_FLOAT_LIST, struct.pack("<f", label_id))
+            return map_entry("label_ids", TAG_FLOAT_LIST, struct.pack("<f", label_id))
         entry = self._labels.get(label_id)
         if entry is None:
-            entry = self._labels[label_id] = _map_entry("label_ids", _TAG_INT64_LIST,
+            entry = self._labels[label_id] = map_entry("label_ids", TAG_INT64_LIST,
                                                         varint(label_id))
         return entry
 
@@ -795,8 +785,8 @@ class ClassifierExampleEncoder:
 
 
 def _file_size(path):
-    if _is_remote(path):
-        return _gfile().stat(path).length
+    if files.is_remote(path):
+        return files.tf_gfile().stat(path).length
     return os.path.getsize(path)
 
 
@@ -857,10 +847,10 @@ def _write_json(path, value):
 def file_signature(path):
     """{"path", "size", "mtime_ns"} of a file (None values when it does not exist)."""
     path = str(path)
-    if _is_remote(path):
-        if not _gfile().exists(path):
+    if files.is_remote(path):
+        if not files.tf_gfile().exists(path):
             return {"path": path, "size": None, "mtime_ns": None}
-        stat = _gfile().stat(path)
+        stat = files.tf_gfile().stat(path)
         return {"path": path, "size": stat.length, "mtime_ns": stat.mtime_nsec}
     path = os.path.abspath(path)
     try:
@@ -906,10 +896,10 @@ def read_records_meta(output_file):
     or None when it is missing or unreadable."""
     path = output_file + META_SUFFIX
     try:
-        if _is_remote(path):
-            if not _gfile().exists(path):
+        if files.is_remote(path):
+            if not files.tf_gfile().exists(path):
                 return None
-            with _gfile().GFile(path, "r") as f:
+            with files.tf_gfile().GFile(path, "r") as f:
                 return json.loads(f.read())
         with open(path, encoding="utf-8") as f:
             return json.load(f)

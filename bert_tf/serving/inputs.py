@@ -86,13 +86,13 @@ def _character_class(predicate):
 
 def _removed(cp):
     """Characters the original's cleaning drops (NUL, U+FFFD, control and format characters)."""
-    return cp == 0 or cp == 0xFFFD or tokenization._is_control(chr(cp))
+    return cp == 0 or cp == 0xFFFD or tokenization.is_control(chr(cp))
 
 
 def _separator(cp):
     """Characters that separate words once the text is cleaned."""
     char = chr(cp)
-    return not _removed(cp) and (tokenization._is_whitespace(char) or char.isspace())
+    return not _removed(cp) and (tokenization.is_whitespace(char) or char.isspace())
 
 
 def _prefix(ragged, lengths):
