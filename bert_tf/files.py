@@ -42,6 +42,11 @@ def tf_gfile():
     return tf.io.gfile
 
 
+def is_file(path):
+    """Whether `path` is an existing file (remote: whether it exists)."""
+    return tf_gfile().exists(path) if is_remote(path) else os.path.isfile(path)
+
+
 def temporary_name(path):
     """`<path>.tmp-<pid>-<random>`: beside `path` (a rename within one file system), unique
     per writer, and recognisable as an interrupted write's leftover (`is_temporary_name`)."""

@@ -165,11 +165,11 @@ def _write_test_results(path, tmp_path):
 
 
 def _write_classifier_records(path, tmp_path):
-    from bert_tf.data import classifier
+    from bert_tf.data import classifier, records
 
     examples = [classifier.InputExample(str(i), "the cat sat on the mat", None, "1")
                 for i in range(10)]
-    meta = classifier.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
+    meta = records.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
     classifier.write_classifier_records(examples, ["0", "1"], 8, _tokenizer(tmp_path), path,
                                         meta=meta)
 
@@ -317,16 +317,16 @@ def test_every_writer_on_a_full_disk_keeps_the_old_file(tmp_path, monkeypatch, n
 
 
 def test_the_sidecar_of_records_that_failed_vouches_for_nothing(tmp_path, monkeypatch):
-    from bert_tf.data import classifier
+    from bert_tf.data import records
 
     path = str(tmp_path / "train.tf_record")
     _write_classifier_records(path, tmp_path / "a")
-    meta = classifier.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
-    assert classifier.records_are_current(path, meta)
+    meta = records.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
+    assert records.records_are_current(path, meta)
     FillingDisk(monkeypatch, limit=40)
     with pytest.raises(files.OutputError):
         _write_classifier_records(path, tmp_path / "b")
-    assert not classifier.records_are_current(path, meta)
+    assert not records.records_are_current(path, meta)
 
 
 def test_export_on_a_full_disk_keeps_the_old_export(tmp_path, monkeypatch):
