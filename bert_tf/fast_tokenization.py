@@ -200,7 +200,7 @@ def _make_module_class():
 
             return tf.cond(tf.reduce_any(tf.equal(flat, CAPITAL_SIGMA)), fix, lambda: flat)
 
-        def _normalize(self, texts):
+        def normalize(self, texts):
             """texts [N] -> (normalized [N] tf.string whose space-separated words are the
             original's pieces, needs_split_path bool [N], inexact bool [N])."""
             texts = tf.convert_to_tensor(texts, tf.string)
@@ -255,7 +255,7 @@ def _make_module_class():
                 word_ids.flat_values, tf.gather(word_ids.row_splits, words.row_splits))
 
         def _tokenize_general(self, texts):
-            normalized, needs_split, inexact = self._normalize(texts)
+            normalized, needs_split, inexact = self.normalize(texts)
 
             def mixed():
                 fast_rows = tf.where(tf.logical_not(needs_split))[:, 0]
@@ -393,7 +393,7 @@ def _make_module_class():
                 ids, tf.gather(piece_ends, words.row_splits), validate=False)
 
         def _normalize_ascii(self, texts):
-            """Texts of printable ASCII, tab, newline and CR only -> normalized as `_normalize`:
+            """Texts of printable ASCII, tab, newline and CR only -> normalized as `normalize`:
             there the original's steps reduce to ASCII lower-casing and spaces around its
             ASCII punctuation (tab, newline and CR stay: the split on whitespace drops them)."""
             if self.do_lower_case:
@@ -402,7 +402,7 @@ def _make_module_class():
 
         def _tokenize_core(self, texts):
             if not self.ascii_lane:
-                normalized, _, inexact = self._normalize(texts)
+                normalized, _, inexact = self.normalize(texts)
                 return self._wordpiece_core(normalized), inexact
             n = tf.shape(texts, out_type=tf.int64)[0]
             is_ascii = tf.strings.regex_full_match(texts, "[\\t\\n\\r -~]*")
@@ -413,7 +413,7 @@ def _make_module_class():
             def mixed():
                 ascii_rows = _where(is_ascii)
                 other_rows = _where(tf.logical_not(is_ascii))
-                other, _, other_inexact = self._normalize(tf.gather(texts, other_rows))
+                other, _, other_inexact = self.normalize(tf.gather(texts, other_rows))
                 normalized = tf.dynamic_stitch(
                     [tf.cast(ascii_rows, tf.int32), tf.cast(other_rows, tf.int32)],
                     [self._normalize_ascii(tf.gather(texts, ascii_rows)), other])

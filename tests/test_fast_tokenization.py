@@ -251,7 +251,7 @@ def test_both_internal_routes_in_one_batch(tokenizers):
         "y" * 200,
         "",
     ]
-    normalized, needs_split, _ = fast.module._normalize(
+    normalized, needs_split, _ = fast.module.normalize(
         tf.constant([t.encode("utf-8") for t in texts]))
     assert needs_split.numpy().tolist() == [False, True, True, False, False, False]
     assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)

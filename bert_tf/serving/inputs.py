@@ -142,8 +142,8 @@ class ServingInputs(tf.Module):
         # but `tensorflow` (plain `saved_model_cli run` works).
         self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case,
                                                       core_ops=True)
-        self._cls_id = int(vocab[CLS_TOKEN])
-        self._sep_id = int(vocab[SEP_TOKEN])
+        self.cls_id = int(vocab[CLS_TOKEN])
+        self.sep_id = int(vocab[SEP_TOKEN])
         self._removed = _character_class(_removed)
         self._separators = _character_class(_separator) + "+"
 
@@ -174,9 +174,9 @@ class ServingInputs(tf.Module):
         ones = tf.ones([n], tf.int64)
         sep_b = tf.cast(has_b, tf.int64)
         ids = tf.concat([
-            _filled(ones, self._cls_id, tf.int64), _prefix(ids_a, keep_a),
-            _filled(ones, self._sep_id, tf.int64), _prefix(ids_b, keep_b),
-            _filled(sep_b, self._sep_id, tf.int64)], axis=1)
+            _filled(ones, self.cls_id, tf.int64), _prefix(ids_a, keep_a),
+            _filled(ones, self.sep_id, tf.int64), _prefix(ids_b, keep_b),
+            _filled(sep_b, self.sep_id, tf.int64)], axis=1)
         segments = tf.concat([_filled(keep_a + 2, 0, tf.int32),
                               _filled(keep_b + sep_b, 1, tf.int32)], axis=1)
         length = self.padded_length(ids)
@@ -220,7 +220,7 @@ class ServingInputs(tf.Module):
             return tf.concat([_filled(ones, first, dtype), inner, _filled(ones, last, dtype)],
                              axis=1)
 
-        ids = framed(tf.gather(pieces.flat_values, held), self._cls_id, self._sep_id)
+        ids = framed(tf.gather(pieces.flat_values, held), self.cls_id, self.sep_id)
         word_ids = framed(tf.cast(tf.gather(word_of_piece, held), tf.int32), -1, -1)
         firsts = framed(tf.gather(is_first, held), False, False)
         padded = self.padded_length(ids)

@@ -49,7 +49,7 @@ class SquadExport(tf.Module):
     (vocab strings) joined by " " with " ##" and "##" removed; orig_text is the context words
     from the start piece's word to the end piece's word joined by " "; tok_text is orig_text's
     BasicTokenizer words joined by " " (the tokenizer's own character mapping,
-    `TokenizerModule._normalize`). The first occurrence of pred_text in tok_text is mapped onto
+    `TokenizerModule.normalize`). The first occurrence of pred_text in tok_text is mapped onto
     orig_text by index among non-space characters, so "(1990)," with the pieces "1990" gives
     "1990"; orig_text itself is the answer when pred_text is not found (e.g. an [UNK] piece) or
     when the two texts differ in length without spaces (e.g. accents stripped, a soft hyphen or
@@ -235,7 +235,7 @@ class SquadExport(tf.Module):
         # BasicTokenizer's character mapping. Its "inexact" flag is not needed: the serving
         # path tokenized every word of orig_text and fails on an inexact word, and NFD only
         # reorders within a word.
-        normalized = self.inputs.tokenizer._normalize(orig_text)[0]
+        normalized = self.inputs.tokenizer.normalize(orig_text)[0]
         tok_text = _single_spaced(normalized)
 
         def find(texts):
@@ -289,11 +289,11 @@ class SquadExport(tf.Module):
 
     @property
     def _cls_id(self):
-        return tf.constant(self.inputs._cls_id, tf.int64)
+        return tf.constant(self.inputs.cls_id, tf.int64)
 
     @property
     def _sep_id(self):
-        return tf.constant(self.inputs._sep_id, tf.int64)
+        return tf.constant(self.inputs.sep_id, tf.int64)
 
     def signatures(self):
         return {"serving_default": self.serve.get_concrete_function()}
