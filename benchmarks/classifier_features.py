@@ -6,7 +6,7 @@ labels), with the uncased BERT vocab and --max_seq_length (128), it runs, each i
 process:
 
   1. the original's MrpcProcessor + FullTokenizer + file_based_convert_examples_to_features
-     (google-research/bert at --original_repo, through bert_tf.original);
+     (google-research/bert at --original_repo, through tools.original);
   2. ours: bert_tf.data.classifier's MrpcProcessor + FullTokenizer + write_classifier_records;
 
 and prints the seconds of the conversion call alone (examples -> TFRecord file), of the whole
@@ -60,7 +60,7 @@ def worker(args):
     """One side's conversion in this process; prints a JSON line with its figures."""
     data_dir = os.path.dirname(args.tsv)
     if args.worker == "original":
-        from bert_tf.original import load_original_module  # pylint: disable=g-import-not-at-top
+        from tools.original import load_original_module  # pylint: disable=g-import-not-at-top
 
         rc = load_original_module(args.original_repo, "run_classifier")
         processor = rc.MrpcProcessor()

@@ -11,7 +11,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)  # measure this checkout's bert_tf, installed or not
 
-from bert_tf import cpu_features  # noqa: E402
+from bert_tf.training import cpu_features  # noqa: E402
 
 BERT_BASE = dict(
     vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,

@@ -7,7 +7,7 @@ embeddings of 128, generator H64, vocab 30522, seq 128, 19 predictions per seque
 and sampling: ours is the real training step of `ElectraPretrainer` (masking, generator, Gumbel
 sampling, discriminator, both losses, gradients, global-norm clipping, AdamWeightDecay,
 global_step); the original is its `PretrainingModel` + `optimization.create_optimizer` graph
-through a tf.compat.v1 session (`bert_tf.original.load_electra_module`). After warm-up steps,
+through a tf.compat.v1 session (`tools.original.load_electra_module`). After warm-up steps,
 the two alternate in blocks of --steps single-step calls for --rounds rounds, so that both see
 the same machine (the cores may be shared); each row reports the median and fastest step and
 the sum over all timed steps.
@@ -84,7 +84,7 @@ class Original:
 
     def __init__(self, repo, hparams, batch, data_dir):
         import tensorflow as tf
-        from bert_tf.original import load_electra_module
+        from tools.original import load_electra_module
 
         rp = load_electra_module(repo)
         v1 = tf.compat.v1

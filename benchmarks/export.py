@@ -3,7 +3,7 @@
   python3 benchmarks/export.py [--seq_length 128] [--seconds 10]
 
 Builds a BERT-Base-shaped classifier with random weights, saves it as a checkpoint, exports it
-with `bert_tf.export` (tokenization in the graph, real 30,522-entry uncased vocab from
+with `bert_tf.serving.export` (tokenization in the graph, real 30,522-entry uncased vocab from
 ../shared/data), loads the SavedModel and times its `serving_default` signature on English
 sentences: batch 1 latency (median and 90th percentile) and batch 32 throughput. The baseline,
 measured in the same run, is the same model called on features already tokenized in Python
@@ -26,12 +26,12 @@ from common import (  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf import export  # noqa: E402
 from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.data.pairs import pad_to, pair_tokens  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
+from bert_tf.serving import export  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")

@@ -78,7 +78,7 @@ def run_original(flags, original_repo):
     import make_expected  # the Estimator stand-in
     import tensorflow
 
-    from bert_tf.original import load_original_module
+    from tools.original import load_original_module
 
     orig = load_original_module(original_repo, "extract_features")
     tensorflow.compat.v1.disable_v2_behavior()

@@ -5,7 +5,7 @@ global-norm clipping, AdamWeightDecay, global_step; dropout 0.1 in the encoder a
 output), on a randomly initialised BERT-Base, one fixed synthetic batch, no checkpoint writes.
 The original is run_classifier.py's model_fn graph in training mode (create_model with
 is_training=True, then create_optimizer with use_tpu=False), through tf.compat.v1 (see
-bert_tf.original), float32, in the same run on the same batch:
+tools.original), float32, in the same run on the same batch:
 
     python benchmarks/finetune_step.py --original_repo=/tmp/orig_bert
     python benchmarks/finetune_step.py --batch_sizes=8 --dtype=float32 --steps=5 \
@@ -31,8 +31,8 @@ from common import (  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16"}
 LABELS = ["0", "1"]

@@ -245,7 +245,7 @@ def _original_graph(repo, task, config_dict, batch_size, max_seq_length, is_trai
     loss, or the forward outputs."""
     import tensorflow as tf
 
-    from bert_tf.original import load_original_module
+    from tools.original import load_original_module
 
     name = "run_squad" if task == "squad" else "run_classifier"
     if name not in _ORIGINAL_MODULES:
@@ -417,9 +417,9 @@ def export_rows(args, words, config, config_dict, checkpoint):
     of the original's forward graph on the same requests tokenized and padded to 128."""
     import tensorflow as tf
 
-    from bert_tf import export
     from bert_tf.data.pairs import pad_to, pair_tokens
     from bert_tf.fast_tokenization import TokenizerModule
+    from bert_tf.serving import export
 
     rng = random.Random(5)
     short = words.text(rng, 10)  # [CLS] + 10 + [SEP] = 12 pieces

@@ -10,7 +10,7 @@ Each row: seconds per step (median and fastest of --steps single-step calls), se
 achieved model GFLOP/s of the fastest step (analytic matmul FLOPs of a training step, 3x the
 forward pass) and its fraction of the best matmul peak around the row (MFU). With
 --original_repo=PATH (a copy of google-research/bert) the original's own float32 training step
-(its model, heads and AdamWeightDecay, through tf.compat.v1, see bert_tf.original) is timed in
+(its model, heads and AdamWeightDecay, through tf.compat.v1, see tools.original) is timed in
 the same run on the same batch, and each row shows our speed-up over it:
 
     python benchmarks/pretrain_step.py --batch_sizes=8 --original_repo=/tmp/orig_bert
@@ -39,8 +39,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.original import load_original_module  # noqa: E402
 from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 
 

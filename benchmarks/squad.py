@@ -144,7 +144,7 @@ class Side:
     def __init__(self, name, original_repo, vocab_file, version_2):
         self.name = name
         if name == "original":
-            from bert_tf.original import load_original_module
+            from tools.original import load_original_module
 
             m = load_original_module(original_repo, "run_squad")
             m.FLAGS(["prog", "--vocab_file=x", "--bert_config_file=x", "--output_dir=x",
@@ -157,7 +157,7 @@ class Side:
             self.raw_result = m.RawResult
             self.write_predictions = m.write_predictions
         else:
-            from bert_tf import squad_predictions
+            from bert_tf.evaluation import squad_predictions
             from bert_tf.data import squad
             from bert_tf.tokenization import FullTokenizer
 

@@ -19,7 +19,7 @@ mean cross-entropy over the labelled words of the batch; the original optimizer
 (optimization.create_optimizer: AdamWeightDecay, clipping at 1.0, warmup 10% then linear decay);
 batch 16, 3 epochs; a fresh permutation of the training sentences each epoch.
 
-- reference: the original's modeling.py and optimization.py (through bert_tf.original, TF1
+- reference: the original's modeling.py and optimization.py (through tools.original, TF1
   graph mode); sentences longer than 62 pieces are truncated (the words cut off are tagged O
   in eval, as a truncating tagger must); steps = int(sentences / batch * epochs).
 - ours: bert_tf.tasks.tagging.run (what run_tagging.py runs) with its defaults (windows, a
@@ -105,7 +105,7 @@ class ReferenceTagger:
     truncated to max_seq_length; label and weight 1 at each word's first piece."""
 
     def __init__(self, repo, config_dict, vocab_file, labels, max_seq_length, head_dropout=0.1):
-        from bert_tf.original import load_original_module
+        from tools.original import load_original_module
 
         self.modeling = load_original_module(repo, "modeling")
         self.optimization = load_original_module(repo, "optimization")
@@ -263,7 +263,7 @@ def write_paired_run(data_dir, paired_dir, config_dict, encoder_checkpoint, seed
 def truncation_report(data_dir, max_seq_length):
     """What a window of max_seq_length cuts off the dev sentences: (the indexes of the
     sentences that fit, words beyond it, gold entities ending beyond it, all gold entities)."""
-    from bert_tf import tagging_metrics
+    from bert_tf.evaluation import tagging_metrics
     from bert_tf.data import conll
     from bert_tf.tokenization import FullTokenizer
 
@@ -348,7 +348,7 @@ def main():
           f"(seed 0); max_seq_length {args.max_seq_length}, batch {args.batch_size}, "
           f"lr {args.learning_rate}, {args.epochs} epochs, warmup 10%, dropout: {args.dropout}",
           flush=True)
-    from bert_tf import tagging_metrics
+    from bert_tf.evaluation import tagging_metrics
     from bert_tf.data import conll
 
     gold = [s.tags for s in conll.read_conll(os.path.join(data_dir, "dev.txt"))]

@@ -33,7 +33,7 @@ sys.path.insert(0, REPO)
 from absl import app, flags  # noqa: E402
 
 from bert_tf import tokenization  # noqa: E402
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 from common import print_machine_header  # noqa: E402  (this folder is first on sys.path)
 
 DEFAULT_VOCAB = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")

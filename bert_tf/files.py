@@ -30,13 +30,21 @@ class OutputError(ValueError):
 
 
 def is_remote(path):
+    """Whether `path` has a scheme (`gs://...`): such paths go through `tf_gfile()`, local
+    ones through `os`."""
     return "://" in os.fspath(path)
 
 
-def _gfile():
+def tf_gfile():
+    """`tf.io.gfile`, imported on first use (local paths never import TensorFlow)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths, TF errors)
 
     return tf.io.gfile
+
+
+def is_file(path):
+    """Whether `path` is an existing file (remote: whether it exists)."""
+    return tf_gfile().exists(path) if is_remote(path) else os.path.isfile(path)
 
 
 def temporary_name(path):
@@ -55,7 +63,7 @@ def remove(path):
     path = os.fspath(path)
     try:
         if is_remote(path):
-            gfile = _gfile()
+            gfile = tf_gfile()
             if gfile.isdir(path):
                 gfile.rmtree(path)
             elif gfile.exists(path):
@@ -73,7 +81,7 @@ def size(path):
     path = os.fspath(path)
     try:
         if is_remote(path):
-            gfile = _gfile()
+            gfile = tf_gfile()
             if gfile.isdir(path):
                 return sum(gfile.stat(os.path.join(d, f)).length
                            for d, _, files in gfile.walk(path) for f in files)
@@ -144,7 +152,7 @@ def replace(temp, path):
     """Renames `temp` to `path`, replacing a file (or, for a directory, the tree) there."""
     temp, path = os.fspath(temp), os.fspath(path)
     if is_remote(path):
-        gfile = _gfile()
+        gfile = tf_gfile()
         if gfile.isdir(temp):
             if gfile.exists(path):
                 gfile.rmtree(path)
@@ -190,7 +198,7 @@ def atomic_path(path, needed=None):
 def open_for_write(path, mode="w"):
     """`path` opened to write: "w" UTF-8 text with \\n line ends, or "wb"."""
     if is_remote(path):
-        return _gfile().GFile(path, mode)
+        return tf_gfile().GFile(path, mode)
     if "b" in mode:
         return open(path, mode)
     return open(path, mode, encoding="utf-8", newline="\n")

@@ -178,19 +178,19 @@ def whitespace_tokenize(text):
 
 # Character classes, exactly as the original defines them.
 
-def _is_whitespace(char):
+def is_whitespace(char):
     if char in " \t\n\r":
         return True
     return unicodedata.category(char) == "Zs"
 
 
-def _is_control(char):
+def is_control(char):
     if char in "\t\n\r":
         return False
     return unicodedata.category(char) in ("Cc", "Cf")
 
 
-def _is_punctuation(char):
+def is_punctuation(char):
     cp = ord(char)
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
         return True
@@ -211,7 +211,7 @@ CHINESE_CHAR_RANGES = (
 )
 
 
-def _is_chinese_char(cp):
+def is_chinese_char(cp):
     for lo, hi in CHINESE_CHAR_RANGES:
         if lo <= cp <= hi:
             return True
@@ -226,11 +226,11 @@ class _CleanTable(dict):
 
     def __missing__(self, cp):
         char = chr(cp)
-        if cp == 0 or cp == 0xFFFD or _is_control(char):
+        if cp == 0 or cp == 0xFFFD or is_control(char):
             value = None
-        elif _is_whitespace(char):
+        elif is_whitespace(char):
             value = " "
-        elif _is_chinese_char(cp):
+        elif is_chinese_char(cp):
             value = " " + char + " "
         else:
             value = char
@@ -246,7 +246,7 @@ class _PunctuationTable(dict):
 
     def __missing__(self, cp):
         char = chr(cp)
-        value = " " + char + " " if _is_punctuation(char) else char
+        value = " " + char + " " if is_punctuation(char) else char
         self[cp] = value
         return value
 
@@ -297,19 +297,19 @@ class BasicTokenizer:
     def _tokenize_chinese_chars(self, text):
         out = []
         for char in text:
-            out.append(f" {char} " if _is_chinese_char(ord(char)) else char)
+            out.append(f" {char} " if is_chinese_char(ord(char)) else char)
         return "".join(out)
 
     def _is_chinese_char(self, cp):
-        return _is_chinese_char(cp)
+        return is_chinese_char(cp)
 
     def _clean_text(self, text):
         out = []
         for char in text:
             cp = ord(char)
-            if cp == 0 or cp == 0xFFFD or _is_control(char):
+            if cp == 0 or cp == 0xFFFD or is_control(char):
                 continue
-            out.append(" " if _is_whitespace(char) else char)
+            out.append(" " if is_whitespace(char) else char)
         return "".join(out)
 
 

@@ -1,5 +1,5 @@
-"""bert_tf.classifier_metrics on hand-worked cases, against independent loop formulas, and the
-original's output lines (tests/data/classifier/expected.json)."""
+"""bert_tf.evaluation.classifier_metrics on hand-worked cases, against independent loop
+formulas, and the original's output lines (tests/data/classifier/expected.json)."""
 
 import itertools
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bert_tf import classifier_metrics as m
+from bert_tf.evaluation import classifier_metrics as m
 
 EXPECTED = json.loads(
     (Path(__file__).parent / "data" / "classifier" / "expected.json").read_text("utf-8"))

@@ -11,6 +11,7 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.data import classifier as cls
+from bert_tf.data import records
 from bert_tf.data.classifier import ClassifierDataError, InputExample, PaddingInputExample
 from conftest import SHARED_DIR
 
@@ -352,7 +353,7 @@ def test_records_equal_the_originals_bytes(tmp_path):
                                          tokenizer(case["do_lower_case"]), out)
     assert count == len(case["serialized_hex"])
     assert [r.hex() for r in read_records(out)] == case["serialized_hex"]
-    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p or p.endswith(cls.META_SUFFIX)]
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p or p.endswith(records.META_SUFFIX)]
 
 
 def test_records_parse_with_the_feature_spec(tmp_path):
@@ -393,31 +394,31 @@ def test_failed_write_leaves_no_file(tmp_path):
 def test_sidecar_detects_stale_records(tmp_path):
     data = write(tmp_path / "train.tsv", "s\t1\t\tfirst\n")
     out = str(tmp_path / "train.tf_record")
-    meta = cls.records_meta("cola", [str(data)], 8, str(VOCAB), True, ["0", "1"])
-    assert not cls.records_are_current(out, meta)
+    meta = records.records_meta("cola", [str(data)], 8, str(VOCAB), True, ["0", "1"])
+    assert not records.records_are_current(out, meta)
     examples = cls.get_processor("cola").get_train_examples(str(tmp_path))
     cls.write_classifier_records(examples, ["0", "1"], 8, tokenizer(), out, meta=meta)
-    assert cls.records_are_current(out, meta)
-    assert cls.read_records_meta(out)["num_records"] == 1
+    assert records.records_are_current(out, meta)
+    assert records.read_records_meta(out)["num_records"] == 1
     for changed in (dict(max_seq_length=9), dict(do_lower_case=False),
                     dict(label_list=["1", "0"]), dict(task_name="sst-2")):
         args = dict(task_name="cola", input_files=[str(data)], max_seq_length=8,
                     vocab_file=str(VOCAB), do_lower_case=True, label_list=["0", "1"])
         args.update(changed)
-        assert not cls.records_are_current(out, cls.records_meta(**args)), changed
+        assert not records.records_are_current(out, records.records_meta(**args)), changed
     write(data, "s\t1\t\tfirst, edited\n")
-    assert not cls.records_are_current(
-        out, cls.records_meta("cola", [str(data)], 8, str(VOCAB), True, ["0", "1"]))
+    assert not records.records_are_current(
+        out, records.records_meta("cola", [str(data)], 8, str(VOCAB), True, ["0", "1"]))
     with open(out, "ab") as f:  # a record file changed after it was written
         f.write(b"\0")
-    assert not cls.records_are_current(out, meta)
-    (tmp_path / ("train.tf_record" + cls.META_SUFFIX)).write_text("{not json")
-    assert not cls.records_are_current(out, meta)
+    assert not records.records_are_current(out, meta)
+    (tmp_path / ("train.tf_record" + records.META_SUFFIX)).write_text("{not json")
+    assert not records.records_are_current(out, meta)
 
 
 def test_rewrite_removes_the_old_sidecar_first(tmp_path, monkeypatch):
     out = str(tmp_path / "r.tf_record")
-    meta = cls.records_meta("cola", [], 8, str(VOCAB), True, ["0", "1"])
+    meta = records.records_meta("cola", [], 8, str(VOCAB), True, ["0", "1"])
     examples = [InputExample("a", "x", None, "1")]
     cls.write_classifier_records(examples, ["0", "1"], 8, tokenizer(), out, meta=meta)
 
@@ -427,7 +428,7 @@ def test_rewrite_removes_the_old_sidecar_first(tmp_path, monkeypatch):
     monkeypatch.setattr(cls.files, "replace", fail)
     with pytest.raises(OSError):
         cls.write_classifier_records(examples, ["0", "1"], 8, tokenizer(), out, meta=meta)
-    assert not cls.records_are_current(out, meta)
+    assert not records.records_are_current(out, meta)
     assert sorted(os.listdir(tmp_path)) == ["r.tf_record"]
 
 
@@ -436,12 +437,12 @@ def test_rewrite_removes_the_old_sidecar_first(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("n,batch,epochs,proportion,steps,warmup", EXPECTED["steps"])
 def test_num_train_steps_and_warmup(n, batch, epochs, proportion, steps, warmup):
-    assert cls.num_train_steps_and_warmup(n, batch, epochs, proportion) == (steps, warmup)
+    assert records.num_train_steps_and_warmup(n, batch, epochs, proportion) == (steps, warmup)
 
 
 def test_num_train_steps_rejects_zero_batch():
-    with pytest.raises(ClassifierDataError, match="--train_batch_size=0"):
-        cls.num_train_steps_and_warmup(10, 0, 3.0, 0.1)
+    with pytest.raises(records.RecordsError, match="--train_batch_size=0"):
+        records.num_train_steps_and_warmup(10, 0, 3.0, 0.1)
 
 
 def test_pairs_whose_b_is_truncated_away_match_the_original_layout():

@@ -57,7 +57,7 @@ def test_extract_features_equals_the_originals_discriminator(config_file, tmp_pa
 
 def test_features_export_equals_the_originals_discriminator(config_file):
     from bert_tf.config import BertConfig
-    from bert_tf.export import build_export
+    from bert_tf.serving.export import build_export
 
     module, info = build_export("features", BertConfig.from_json_file(config_file), CHECKPOINT,
                                 VOCAB, max_seq_length=16, layers="-1")

@@ -18,18 +18,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import export, predict
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.data.conll import Sentence, sentence_windows, word_predictions
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.data.squad import SquadExample, convert_examples_to_features, split_context
+from bert_tf.evaluation.squad_predictions import (NO_ANSWER_NULL_ODDS, RawResult,
+                                                  compute_predictions, get_final_text)
 from bert_tf.fast_tokenization import TokenizerModule
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
-from bert_tf.serving_inputs import ServingInputs
-from bert_tf.squad_predictions import (NO_ANSWER_NULL_ODDS, RawResult, compute_predictions,
-                                       get_final_text)
+from bert_tf.serving import export, predict
+from bert_tf.serving.inputs import ServingInputs
+from bert_tf.serving.squad_export import SquadExport
 from bert_tf.tokenization import FullTokenizer
 from conftest import golden_path
 from test_data_squad import EXPECTED
@@ -226,7 +227,7 @@ def squad_python(exports, golden):
     bert_tf.data.squad and the squad model's logits, -inf at padding: the export takes a
     window's n best among its real positions, where run_squad.py ranks padding too (this
     random head gives padding large logits, which would crowd real positions out; see
-    `export.SquadExport`)."""
+    `SquadExport`)."""
     tokenizer = golden[3]
     model = exports["squad"][0]
     examples = [SquadExample(str(i), q, split_context(c)[0])
@@ -254,10 +255,10 @@ def _word_spans(example):
 
 def test_squad_final_text_equals_get_final_text(golden, tables):
     """The graph's get_final_text on the original's recorded cases (do_lower_case) and on the
-    fallbacks and traps of the SQuAD contexts, against bert_tf.squad_predictions."""
+    fallbacks and traps of the SQuAD contexts, against bert_tf.evaluation.squad_predictions."""
     vocab = golden[3].vocab
-    module = export.SquadExport(None, ServingInputs(vocab, True, MAX_SEQ_LENGTH, tokenizer=tables),
-                                vocab)
+    module = SquadExport(None, ServingInputs(vocab, True, MAX_SEQ_LENGTH, tokenizer=tables),
+                         vocab)
     cases = [(pred, orig, expected) for pred, orig, lower, expected, _ in EXPECTED["final_text"]
              if lower]
     cases += [(pred, orig, get_final_text(pred, orig, True)) for pred, orig in [
@@ -427,7 +428,7 @@ def test_doc_stride_defaults_to_the_training_scripts(golden, tables, exports):
 
 
 def _predict(export_dir, stdin, *args):
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(export.__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(export.__file__))))
     env = {**os.environ, "PYTHONPATH": repo, "TF_CPP_MIN_LOG_LEVEL": "2"}
     return subprocess.run([sys.executable, "-m", "bert_tf.predict", f"--export_dir={export_dir}",
                            "--batch_size=2", *args], input=stdin, capture_output=True,

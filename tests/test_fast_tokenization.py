@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_text")
 
-from bert_tf import fast_tokenization, tokenization  # noqa: E402
+from bert_tf import fast_tokenization, fast_tokenization_tables, tokenization  # noqa: E402
 from test_tokenization import (  # noqa: E402
     GOLDEN, SAMPLE_TEXT, SMALL_VOCAB, UNCASED_VOCAB, fuzz_corpus, read_cases, read_expected,
     write_vocab)
@@ -164,7 +164,7 @@ def test_core_ops_fuzz_matches_full_tokenizer(vocab_file):
         rng.shuffle(texts)
         ids, inexact = graph_ids(module, texts)
         # Flagged: the texts with 2+ characters whose output NFD may reorder (rare).
-        reorder = fast_tokenization.build_char_tables(lower)["reorder"]
+        reorder = fast_tokenization_tables.build_char_tables(lower)["reorder"]
         decoded = [t.decode("utf-8", "ignore") if isinstance(t, bytes) else t for t in texts]
         assert inexact == [sum(reorder[ord(c)] for c in t) >= 2 for t in decoded]
         for text, row, flag in zip(texts, ids, inexact):
@@ -217,7 +217,7 @@ def test_core_ops_wordpiece_edge_cases(tmp_path):
 
 
 def test_core_wordpiece_tables():
-    first, continuation, longest = fast_tokenization.core_wordpiece_tables(
+    first, continuation, longest = fast_tokenization_tables.core_wordpiece_tables(
         {"[UNK]": 0, "abc": 1, "##abcd": 2, "a b c d e": 3, "[unused1]": 4, "##": 5, "": 6,
          "\u4e2d": 7})
     assert longest == 4  # "abcd": the other long entries can never be emitted
@@ -251,7 +251,7 @@ def test_both_internal_routes_in_one_batch(tokenizers):
         "y" * 200,
         "",
     ]
-    normalized, needs_split, _ = fast.module._normalize(
+    normalized, needs_split, _ = fast.module.normalize(
         tf.constant([t.encode("utf-8") for t in texts]))
     assert needs_split.numpy().tolist() == [False, True, True, False, False, False]
     assert fast.tokenize_to_ids(texts) == reference_ids(full, texts)
@@ -260,7 +260,7 @@ def test_both_internal_routes_in_one_batch(tokenizers):
 def test_ascii_lane(tokenizers):
     """Printable-ASCII texts take tensorflow-text's own splitting with a 200-byte word limit."""
     fast, full = tokenizers
-    assert fast_tokenization.ascii_lane_is_exact()
+    assert fast_tokenization_tables.ascii_lane_is_exact()
     assert fast.module._ascii_end_to_end is not None
     rng = random.Random(7)
     pool = ([chr(c) for c in range(32, 127)] + list("\t\n\r")
@@ -304,7 +304,7 @@ def test_unusual_vocab_entries(tmp_path):
     ("x\x01", False), ("##ing", True), ("\u00e9", True), ("...", False), ("a.b", False),
 ])
 def test_can_be_emitted(token, expected):
-    assert fast_tokenization.can_be_emitted(token) == expected
+    assert fast_tokenization_tables.can_be_emitted(token) == expected
 
 
 def test_module_requires_unk():
@@ -382,17 +382,17 @@ def test_tf_function_and_saved_model(vocab_file, tmp_path, lower, core):
 def test_tables_agree_with_str_lower_on_skipped_code_points():
     """Unassigned and private-use code points are skipped by the table builder as neither cased
     nor case-ignorable, mapping to themselves; check a sample against Python itself."""
-    tables = fast_tokenization.build_char_tables(True)
+    tables = fast_tokenization_tables.build_char_tables(True)
     rng = random.Random(0)
     import unicodedata
 
     sample = [cp for cp in rng.sample(range(0x110000), 20000)
               if unicodedata.category(chr(cp)) in ("Cn", "Co")
-              and not tokenization._is_chinese_char(cp)]
+              and not tokenization.is_chinese_char(cp)]
     assert len(sample) > 1000
     for cp in sample:
-        assert fast_tokenization._case_class(cp) == fast_tokenization._OTHER
-        assert fast_tokenization._map_char(cp, True) == chr(cp)
+        assert fast_tokenization_tables._case_class(cp) == fast_tokenization_tables.OTHER
+        assert fast_tokenization_tables._map_char(cp, True) == chr(cp)
         assert tables["out_len"][cp] == 1 and tables["out_flat"][tables["out_start"][cp]] == cp
 
 

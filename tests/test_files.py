@@ -165,11 +165,11 @@ def _write_test_results(path, tmp_path):
 
 
 def _write_classifier_records(path, tmp_path):
-    from bert_tf.data import classifier
+    from bert_tf.data import classifier, records
 
     examples = [classifier.InputExample(str(i), "the cat sat on the mat", None, "1")
                 for i in range(10)]
-    meta = classifier.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
+    meta = records.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
     classifier.write_classifier_records(examples, ["0", "1"], 8, _tokenizer(tmp_path), path,
                                         meta=meta)
 
@@ -201,7 +201,7 @@ def _write_tagging_predictions(path, tmp_path):
 
 
 def _write_squad_predictions(path, tmp_path):
-    from bert_tf import squad_predictions
+    from bert_tf.evaluation import squad_predictions
 
     answers = {f"question {i}": "an answer" for i in range(10)}
     original = squad_predictions.compute_predictions
@@ -216,7 +216,7 @@ def _write_squad_predictions(path, tmp_path):
 
 
 def _write_squad_eval(path, tmp_path):
-    from bert_tf import squad_eval
+    from bert_tf.evaluation import squad_eval
 
     data = tmp_path / "data.json"
     data.write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": [{
@@ -246,15 +246,16 @@ def _write_vocab(path, tmp_path):
 
 def _write_predict_output(path, tmp_path):
     from bert_tf import predict
+    from bert_tf.serving import predict as serving_predict
 
-    original = predict.predict_lines
-    predict.predict_lines = lambda *args: iter([{"label": "1", "p": 0.5}] * 20)
+    original = serving_predict.predict_lines
+    serving_predict.predict_lines = lambda *args: iter([{"label": "1", "p": 0.5}] * 20)
     try:
         with pytest.raises(SystemExit) as exit_:
             predict.main(["--export_dir", str(tmp_path), "--input_file", os.devnull,
                           "--output_file", path])
     finally:
-        predict.predict_lines = original
+        serving_predict.predict_lines = original
     raise files.OutputError(str(exit_.value.code).removeprefix("bert_tf.predict: "))
 
 
@@ -316,23 +317,23 @@ def test_every_writer_on_a_full_disk_keeps_the_old_file(tmp_path, monkeypatch, n
 
 
 def test_the_sidecar_of_records_that_failed_vouches_for_nothing(tmp_path, monkeypatch):
-    from bert_tf.data import classifier
+    from bert_tf.data import records
 
     path = str(tmp_path / "train.tf_record")
     _write_classifier_records(path, tmp_path / "a")
-    meta = classifier.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
-    assert classifier.records_are_current(path, meta)
+    meta = records.records_meta("cola", [], 8, "vocab.txt", True, ["0", "1"])
+    assert records.records_are_current(path, meta)
     FillingDisk(monkeypatch, limit=40)
     with pytest.raises(files.OutputError):
         _write_classifier_records(path, tmp_path / "b")
-    assert not classifier.records_are_current(path, meta)
+    assert not records.records_are_current(path, meta)
 
 
 def test_export_on_a_full_disk_keeps_the_old_export(tmp_path, monkeypatch):
     import keras
     import tensorflow as tf
 
-    from bert_tf import export
+    from bert_tf.serving import export
 
     out = tmp_path / "export"
     out.mkdir()

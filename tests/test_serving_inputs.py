@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from bert_tf.data.conll import sentence_windows
 from bert_tf.data.pairs import pad_to, pair_tokens
-from bert_tf.serving_inputs import ServingInputs, truncated_lengths
+from bert_tf.serving.inputs import ServingInputs, truncated_lengths
 from bert_tf.tokenization import BasicTokenizer, FullTokenizer
 from conftest import SHARED_DIR
 

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.conll import _max_context_window, _window_spans
-from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
 
 # (num_pieces, max_pieces, doc_stride): strides below, at and above the window size.

@@ -1,11 +1,12 @@
-"""bert_tf.squad_eval: EM / F1 of the official SQuAD 1.1 and 2.0 definitions, worked by hand."""
+"""bert_tf.evaluation.squad_eval: EM / F1 of the official SQuAD 1.1 and 2.0 definitions, worked
+by hand."""
 
 import json
 
 import pytest
 
-from bert_tf import squad_eval
-from bert_tf.squad_eval import evaluate, exact_match_score, f1_score, normalize_answer
+from bert_tf.evaluation import squad_eval
+from bert_tf.evaluation.squad_eval import evaluate, exact_match_score, f1_score, normalize_answer
 
 
 def _data(questions, version="1.1"):

@@ -1,4 +1,5 @@
-"""bert_tf.squad_predictions against the original's write_predictions (byte-identical files)."""
+"""bert_tf.evaluation.squad_predictions against the original's write_predictions
+(byte-identical files)."""
 
 import json
 import os
@@ -6,7 +7,7 @@ import types
 
 import pytest
 
-from bert_tf import squad_predictions as sp
+from bert_tf.evaluation import squad_predictions as sp
 from bert_tf.data import squad
 from test_data_squad import EXPECTED, make_expected, tokenizer, absl_log  # noqa: F401
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bert_tf.tagging_metrics import entity_scores, get_chunks
+from bert_tf.evaluation.tagging_metrics import entity_scores, get_chunks
 
 
 @pytest.mark.parametrize("tags, chunks", [

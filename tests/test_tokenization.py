@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from bert_tf import tokenization
-from bert_tf.original import load_original_module
+from tools.original import load_original_module
 from conftest import SHARED_DIR, load_recorder
 
 REPO = Path(__file__).resolve().parents[1]

@@ -187,7 +187,7 @@ SAPPHIRE_RAPIDS = COOPER_LAKE + " avx512_fp16 amx_tile amx_bf16 amx_int8"
 
 def cpu(tmp_path, model, flags):
     """A CpuInfo read, as on a real machine, from a /proc/cpuinfo-shaped file."""
-    from bert_tf import cpu_features
+    from bert_tf.training import cpu_features
 
     path = tmp_path / f"cpuinfo-{abs(hash(flags))}"
     processor = f"processor\t: 0\nvendor_id\t: X\nmodel name\t: {model}\nflags\t\t: {flags}\n\n"
@@ -208,7 +208,7 @@ def test_cpu_flags_decide_native_16_bit(tmp_path, flags, bf16, fp16):
 
 
 def test_unreadable_cpuinfo_means_unknown(tmp_path):
-    from bert_tf import cpu_features
+    from bert_tf.training import cpu_features
 
     info = cpu_features.read_cpu_info(str(tmp_path / "absent"))
     assert info.flags is None and info.native("bf16") is None

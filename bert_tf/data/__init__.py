@@ -7,6 +7,10 @@ Pretraining (create_pretraining_data.py): text -> documents -> instances -> TFRe
   writer.py     TFRecord framing and CRC32-C without TensorFlow, temp-then-rename output
   pipeline.py   the flags, their checks, the identical and sharded modes
 
-Fine-tuning (run_classifier.py):
-  classifier.py task files -> `InputExample`s -> features -> TFRecords (+ stale-record sidecar)
+Fine-tuning (run_classifier.py, run_squad.py, run_tagging.py):
+  classifier.py task files -> `InputExample`s -> features -> TFRecords
+  records.py    the records' metadata sidecar (are they stale?), the original's step count
+  pairs.py      a text pair's ids in the original's layout, truncated to the length
+  squad.py      SQuAD files -> windows -> TFRecords
+  conll.py      CoNLL files -> word-aligned windows -> TFRecords
 """

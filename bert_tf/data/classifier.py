@@ -12,7 +12,8 @@ The data side of run_classifier.py (REFERENCE.md §11, FINETUNING.md §1.2-1.3, 
   records        `write_classifier_records`: the original's tf.train.Example records,
                  serialized without protobuf objects, written under a temporary name and renamed,
                  with a `<file>.meta.json` sidecar describing what they were made from
-                 (`records_are_current` compares it to the current flags).
+                 (`bert_tf.data.records`: `records_are_current` compares it to the current
+                 flags).
 
 Differences from the original, where it crashes or is silent: every bad input raises
 `ClassifierDataError` naming the file and line (a missing file, a row with too few columns, a
@@ -25,7 +26,6 @@ Importing this module does not import TensorFlow; only `record_feature_spec` and
 
 import csv
 import dataclasses
-import json
 import os
 import struct
 from typing import List, Optional, Union
@@ -34,13 +34,12 @@ from absl import logging
 
 from bert_tf import files, tokenization
 from bert_tf.data import writer as writer_lib
-from bert_tf.data.features import (_TAG_FLOAT_LIST, _TAG_INT64_LIST, _Int64EntryHeads,
-                                   _LengthPrefixed, _map_entry, varint)
+from bert_tf.data.features import (TAG_FLOAT_LIST, TAG_INT64_LIST, Int64EntryHeads,
+                                   LengthPrefixed, map_entry, varint)
+from bert_tf.data.records import META_SUFFIX, write_records_meta
 
 NUM_LOGGED_EXAMPLES = 5
 LOG_EVERY = 10000
-META_SUFFIX = ".meta.json"
-META_FORMAT = 1
 
 
 class ClassifierDataError(ValueError):
@@ -82,25 +81,11 @@ class InputFeatures:
 # Reading files.
 
 
-def _is_remote(path):
-    return "://" in str(path)
-
-
-def _gfile():
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
-
-    return tf.io.gfile
-
-
-def _exists(path):
-    return _gfile().exists(path) if _is_remote(path) else os.path.isfile(path)
-
-
 def _read_text(path):
     """The file's text, decoded as UTF-8 (errors name the line)."""
     try:
-        if _is_remote(path):
-            with _gfile().GFile(path, "rb") as f:
+        if files.is_remote(path):
+            with files.tf_gfile().GFile(path, "rb") as f:
                 data = f.read()
         else:
             with open(path, "rb") as f:
@@ -116,7 +101,7 @@ def _read_text(path):
 
 
 def _require_file(path, task_name, split, expected):
-    if not _exists(path):
+    if not files.is_file(path):
         raise ClassifierDataError(f"{path}: no such file (task {task_name!r} reads its {split} "
                                   f"split from {expected} in --data_dir)")
 
@@ -221,7 +206,7 @@ class DataProcessor:
 
     def has_split(self, data_dir, split):
         """Whether the split's file is in data_dir."""
-        return _exists(self.input_file(data_dir, split))
+        return files.is_file(self.input_file(data_dir, split))
 
     def get_train_examples(self, data_dir):
         return self.get_examples(data_dir, "train")
@@ -472,7 +457,7 @@ class CustomProcessor(DataProcessor):
     def input_file(self, data_dir, split):
         self.layout(split)
         found = [os.path.join(data_dir, split + ext) for ext in (".tsv", ".csv")
-                 if _exists(os.path.join(data_dir, split + ext))]
+                 if files.is_file(os.path.join(data_dir, split + ext))]
         if len(found) > 1:
             raise ClassifierDataError(
                 f"{data_dir}: both {split}.tsv and {split}.csv exist; keep one")
@@ -751,23 +736,23 @@ class ClassifierExampleEncoder:
         self._varints = [varint(n) for n in range(max(vocab_size, 2))]
         self._zeros = b"\x00" * length
         self._ones = b"\x01" * length
-        self._input_ids_head = _Int64EntryHeads("input_ids")
+        self._input_ids_head = Int64EntryHeads("input_ids")
         self._input_mask = [
-            _map_entry("input_mask", _TAG_INT64_LIST, b"\x01" * n + b"\x00" * (length - n))
+            map_entry("input_mask", TAG_INT64_LIST, b"\x01" * n + b"\x00" * (length - n))
             for n in range(length + 1)]
-        self._is_real = [_map_entry("is_real_example", _TAG_INT64_LIST, varint(v))
+        self._is_real = [map_entry("is_real_example", TAG_INT64_LIST, varint(v))
                          for v in (0, 1)]
         self._labels = {}
-        segment_entry = _map_entry("segment_ids", _TAG_INT64_LIST, self._zeros)
+        segment_entry = map_entry("segment_ids", TAG_INT64_LIST, self._zeros)
         self._segment_prefix = segment_entry[:-length]
-        self._example_head = _LengthPrefixed(b"\x0a")
+        self._example_head = LengthPrefixed(b"\x0a")
 
     def _label_entry(self, label_id):
         if self.is_regression:  # not memoized: 0.0 and -0.0 are equal keys, not equal bytes
-            return _map_entry("label_ids", _TAG_FLOAT_LIST, struct.pack("<f", label_id))
+            return map_entry("label_ids", TAG_FLOAT_LIST, struct.pack("<f", label_id))
         entry = self._labels.get(label_id)
         if entry is None:
-            entry = self._labels[label_id] = _map_entry("label_ids", _TAG_INT64_LIST,
+            entry = self._labels[label_id] = map_entry("label_ids", TAG_INT64_LIST,
                                                         varint(label_id))
         return entry
 
@@ -794,19 +779,13 @@ class ClassifierExampleEncoder:
         return self._example_head[len(features)] + features
 
 
-def _file_size(path):
-    if _is_remote(path):
-        return _gfile().stat(path).length
-    return os.path.getsize(path)
-
-
 def write_classifier_records(examples, label_list, max_seq_length, tokenizer, output_file,
                              meta=None):
     """Writes the original's `file_based_convert_examples_to_features` records, faster.
 
     Records are written to a temporary file renamed when all are written (an error or a full
     disk removes it: `files.atomic_path`); then, if `meta` is given, the sidecar
-    `<output_file>.meta.json` records it (see `records_are_current`). Any old sidecar is
+    `<output_file>.meta.json` records it (`bert_tf.data.records`). Any old sidecar is
     removed first, so an interrupted run never leaves a sidecar that vouches for other records.
 
     Args:
@@ -815,7 +794,7 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
       max_seq_length: int.
       tokenizer: FullTokenizer (ours is much faster than the original's; both work).
       output_file: path of the TFRecord file.
-      meta: dict from `records_meta`, or None for no sidecar.
+      meta: dict from `bert_tf.data.records.records_meta`, or None for no sidecar.
 
     Returns:
       the number of records written (= len(examples)).
@@ -823,8 +802,7 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
     converter = _Converter(label_list, max_seq_length, tokenizer)
     encoder = ClassifierExampleEncoder(max_seq_length, max(tokenizer.vocab.values()) + 1,
                                        is_regression=label_list is None)
-    sidecar = output_file + META_SUFFIX
-    files.remove(sidecar)
+    files.remove(output_file + META_SUFFIX)
     total = len(examples)
     with files.atomic_path(output_file) as temp:
         records = writer_lib.TFRecordFile(temp, name=output_file)
@@ -836,105 +814,5 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
         finally:
             records.close()
     if meta is not None:
-        _write_json(sidecar, {"meta": _normalized(meta), "num_records": total,
-                              "record_file_size": _file_size(output_file)})
+        write_records_meta(output_file, meta, total)
     return total
-
-
-# ---------------------------------------------------------------------------------------------
-# Stale-record detection.
-
-
-def _normalized(meta):
-    """`meta` as it reads back from JSON (tuples become lists, ...)."""
-    return json.loads(json.dumps(meta, sort_keys=True))
-
-
-def _write_json(path, value):
-    files.write_atomic(path, json.dumps(value, indent=1, sort_keys=True) + "\n")
-
-
-def file_signature(path):
-    """{"path", "size", "mtime_ns"} of a file (None values when it does not exist)."""
-    path = str(path)
-    if _is_remote(path):
-        if not _gfile().exists(path):
-            return {"path": path, "size": None, "mtime_ns": None}
-        stat = _gfile().stat(path)
-        return {"path": path, "size": stat.length, "mtime_ns": stat.mtime_nsec}
-    path = os.path.abspath(path)
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return {"path": path, "size": None, "mtime_ns": None}
-    return {"path": path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-
-
-def records_meta(task_name, input_files, max_seq_length, vocab_file, do_lower_case,
-                 label_list, **extra):
-    """What a record file is made from, for its sidecar.
-
-    Args:
-      task_name: str.
-      input_files: path or list of paths read (e.g. `[processor.input_file(data_dir, split)]`);
-        each is recorded with its size and modification time.
-      max_seq_length, do_lower_case: the flags.
-      vocab_file: path (recorded with its size and modification time).
-      label_list: list of str, or None (regression).
-      **extra: anything else the records depend on (JSON values), e.g. num_padding.
-
-    Returns:
-      a JSON-serializable dict.
-    """
-    if isinstance(input_files, (str, os.PathLike)):
-        input_files = [input_files]
-    meta = {
-        "format": META_FORMAT,
-        "task_name": task_name,
-        "input_files": [file_signature(p) for p in input_files],
-        "max_seq_length": int(max_seq_length),
-        "vocab_file": file_signature(vocab_file),
-        "do_lower_case": bool(do_lower_case),
-        "label_list": None if label_list is None else list(label_list),
-    }
-    meta.update(extra)
-    return meta
-
-
-def read_records_meta(output_file):
-    """The sidecar of a record file as a dict ({"meta", "num_records", "record_file_size"}),
-    or None when it is missing or unreadable."""
-    path = output_file + META_SUFFIX
-    try:
-        if _is_remote(path):
-            if not _gfile().exists(path):
-                return None
-            with _gfile().GFile(path, "r") as f:
-                return json.loads(f.read())
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def records_are_current(output_file, meta):
-    """Whether `output_file` holds the records `meta` describes: its sidecar records the same
-    meta (same inputs with the same sizes and modification times, same flags) and the file
-    has the size it had when written."""
-    sidecar = read_records_meta(output_file)
-    if not isinstance(sidecar, dict) or sidecar.get("meta") != _normalized(meta):
-        return False
-    try:
-        return _exists(output_file) and _file_size(output_file) == sidecar.get("record_file_size")
-    except OSError:
-        return False
-
-
-def num_train_steps_and_warmup(num_examples, train_batch_size, num_train_epochs,
-                               warmup_proportion):
-    """(num_train_steps, num_warmup_steps) with the original's arithmetic:
-    int(num_examples / train_batch_size * num_train_epochs), then int(steps * proportion)."""
-    if train_batch_size <= 0:
-        raise ClassifierDataError(f"--train_batch_size={train_batch_size}: must be positive")
-    num_train_steps = int(num_examples / train_batch_size * num_train_epochs)
-    return num_train_steps, int(num_train_steps * warmup_proportion)

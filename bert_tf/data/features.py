@@ -11,6 +11,11 @@ One record is a serialized `tf.train.Example` with seven fixed-length features (
 same bytes protobuf's deterministic serialization would (map keys sorted), without building
 protobuf objects, which is most of the cost of writing millions of records.
 
+The other record writers (classifier, SQuAD, ELECTRA) build their Examples from the same
+pieces: `varint`, `map_entry` (one feature around packed values), `Int64EntryHeads` (an int64
+feature's bytes before its values, by their length), `LengthPrefixed` and the wire tags
+`TAG_INT64_LIST` / `TAG_FLOAT_LIST`.
+
 Importing this module does not import TensorFlow; only `feature_spec` does.
 """
 
@@ -89,15 +94,15 @@ def varint(value):
 # entry value = 2, Feature.float_list = 2, Feature.int64_list = 3, *List.value = 1 (packed).
 _TAG_1 = b"\x0a"
 _TAG_ENTRY_VALUE = b"\x12"
-_TAG_FLOAT_LIST = b"\x12"
-_TAG_INT64_LIST = b"\x1a"
+TAG_FLOAT_LIST = b"\x12"
+TAG_INT64_LIST = b"\x1a"
 
 
 def _length_delimited(tag, payload):
     return tag + varint(len(payload)) + payload
 
 
-def _map_entry(name, list_tag, packed):
+def map_entry(name, list_tag, packed):
     """One `Features.feature` map entry around an already packed value list."""
     value_list = _length_delimited(_TAG_1, packed) if packed else b""
     feature = _length_delimited(list_tag, value_list)
@@ -130,19 +135,19 @@ class ExampleEncoder:
         self._zeros_pred = b"\x00" * preds
         # Constant-shaped entries, precomputed per number of real values.
         self._input_mask = [
-            _map_entry("input_mask", _TAG_INT64_LIST, b"\x01" * n + b"\x00" * (length - n))
+            map_entry("input_mask", TAG_INT64_LIST, b"\x01" * n + b"\x00" * (length - n))
             for n in range(length + 1)
         ]
         one, zero = struct.pack("<f", 1.0), struct.pack("<f", 0.0)
         self._weights = [
-            _map_entry("masked_lm_weights", _TAG_FLOAT_LIST, one * k + zero * (preds - k))
+            map_entry("masked_lm_weights", TAG_FLOAT_LIST, one * k + zero * (preds - k))
             for k in range(preds + 1)
         ]
         self._next_sentence = [
-            _map_entry("next_sentence_labels", _TAG_INT64_LIST, varint(label)) for label in (0, 1)
+            map_entry("next_sentence_labels", TAG_INT64_LIST, varint(label)) for label in (0, 1)
         ]
         # segment_ids is always `length` one-byte varints: only the bytes change.
-        segment_entry = _map_entry("segment_ids", _TAG_INT64_LIST, self._zeros_seq)
+        segment_entry = map_entry("segment_ids", TAG_INT64_LIST, self._zeros_seq)
         self._segment_prefix = segment_entry[:-length]
         self._key_input_ids = _length_delimited(_TAG_1, b"input_ids")
         self._key_masked_lm_ids = _length_delimited(_TAG_1, b"masked_lm_ids")
@@ -150,7 +155,7 @@ class ExampleEncoder:
 
     def _int64_entry(self, key, packed):
         value_list = _TAG_1 + varint(len(packed)) + packed
-        feature = _TAG_INT64_LIST + varint(len(value_list)) + value_list
+        feature = TAG_INT64_LIST + varint(len(value_list)) + value_list
         entry = key + _TAG_ENTRY_VALUE + varint(len(feature)) + feature
         return _TAG_1 + varint(len(entry)) + entry
 
@@ -206,7 +211,7 @@ class VarintTable:
         return self.bytes[values][self.valid[values]], self.lengths[values]
 
 
-class _LengthPrefixed(dict):
+class LengthPrefixed(dict):
     """bytes prefix, keyed by payload length: `head + varint(length)`; built on first use."""
 
     def __init__(self, head):
@@ -218,7 +223,7 @@ class _LengthPrefixed(dict):
         return value
 
 
-class _Int64EntryHeads(dict):
+class Int64EntryHeads(dict):
     """Everything of an int64 map entry before its packed values, keyed by their byte count."""
 
     def __init__(self, name):
@@ -230,7 +235,7 @@ class _Int64EntryHeads(dict):
         feature_len = 1 + len(varint(value_list_len)) + value_list_len
         entry_len = len(self.key) + 1 + len(varint(feature_len)) + feature_len
         head = (_TAG_1 + varint(entry_len) + self.key + _TAG_ENTRY_VALUE + varint(feature_len) +
-                _TAG_INT64_LIST + varint(value_list_len) + _TAG_1 + varint(packed_length))
+                TAG_INT64_LIST + varint(value_list_len) + _TAG_1 + varint(packed_length))
         self[packed_length] = head
         return head
 
@@ -243,9 +248,9 @@ class BatchExampleEncoder(ExampleEncoder):
 
     def __init__(self, max_seq_length, max_predictions_per_seq, vocab_size):
         super().__init__(max_seq_length, max_predictions_per_seq, vocab_size)
-        self._heads = {name: _Int64EntryHeads(name)
+        self._heads = {name: Int64EntryHeads(name)
                        for name in ("input_ids", "masked_lm_ids", "masked_lm_positions")}
-        self._example_head = _LengthPrefixed(_TAG_1)
+        self._example_head = LengthPrefixed(_TAG_1)
         self._table = VarintTable(max(vocab_size, max_seq_length))
 
     def encode_batch(self, input_ids, lengths, num_a_tokens, masked_lm_positions, masked_lm_ids,

@@ -54,7 +54,7 @@ import re
 from absl import logging
 
 from bert_tf import tokenization
-from bert_tf.data.features import _Int64EntryHeads, varint
+from bert_tf.data.features import Int64EntryHeads, varint
 from bert_tf.data.writer import RoundRobinRecordWriter
 
 __all__ = [
@@ -634,7 +634,7 @@ class FeatureWriter(RoundRobinRecordWriter):
         self.is_training = is_training
         self._varints = _VarintMemo()
         names = sorted(_record_feature_names(is_training))
-        self._heads = [(name, _Int64EntryHeads(name)) for name in names]
+        self._heads = [(name, Int64EntryHeads(name)) for name in names]
 
     @property
     def num_features(self):

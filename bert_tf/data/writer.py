@@ -146,12 +146,6 @@ def frame_records(records, header_cache=None):
     return b"".join(frame_each(records, header_cache))
 
 
-def _gfile():
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
-
-    return tf.io.gfile
-
-
 class TFRecordFile:
     """Appends records to one TFRecord file, framing them in batches of `batch_size`.
 
@@ -220,8 +214,8 @@ def check_writable(paths, flag="--output_file"):
             raise DataError(f"{flag} contains an empty file name: {paths}")
         temp = path + INCOMPLETE_SUFFIX
         try:
-            if "://" in path:
-                gfile = _gfile()
+            if files.is_remote(path):
+                gfile = files.tf_gfile()
                 if gfile.isdir(path):
                     raise DataError(f"{flag}: {path!r} is a directory")
                 with gfile.GFile(temp, "wb"):

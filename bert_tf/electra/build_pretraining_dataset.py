@@ -44,10 +44,10 @@ import random
 import sys
 import time
 
-from bert_tf import tokenization
+from bert_tf import files, tokenization
 from bert_tf.data import writer as writer_lib
 from bert_tf.data.documents import DataError
-from bert_tf.data.features import _Int64EntryHeads, varint
+from bert_tf.data.features import Int64EntryHeads, varint
 
 NUM_OUT_FILES = 1000
 RECORD_PREFIX = "pretrain_data.tfrecord"
@@ -90,13 +90,13 @@ class ExampleEncoder:
         self.max_seq_length = max_seq_length
         self._varints = [varint(i) for i in range(vocab_size)]
         self._cls, self._sep = self._varints[cls_id], self._varints[sep_id]
-        self._ids_heads = _Int64EntryHeads("input_ids")
+        self._ids_heads = Int64EntryHeads("input_ids")
         # input_mask: n ones then zeros; segment_ids: always max_seq_length one-byte varints
-        mask_head = _Int64EntryHeads("input_mask")[max_seq_length]
+        mask_head = Int64EntryHeads("input_mask")[max_seq_length]
         self._input_mask = [
             mask_head + b"\x01" * n + b"\x00" * (max_seq_length - n) for n in range(max_seq_length + 1)
         ]
-        self._segment_head = _Int64EntryHeads("segment_ids")[max_seq_length]
+        self._segment_head = Int64EntryHeads("segment_ids")[max_seq_length]
 
     def encode(self, first, second):
         """first, second: lists of token ids (second may be empty), already cut to fit."""
@@ -179,20 +179,10 @@ class ExampleBuilder:
         return first, second
 
 
-def _is_remote(path):
-    return "://" in path
-
-
-def _gfile():
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote file systems only)
-
-    return tf.io.gfile
-
-
 def list_corpus(corpus_dir):
     """Sorted names in `corpus_dir` (files and subdirectories, as the original lists them)."""
-    if _is_remote(corpus_dir):
-        gfile = _gfile()
+    if files.is_remote(corpus_dir):
+        gfile = files.tf_gfile()
         if not gfile.isdir(corpus_dir):
             raise DataError(f"--corpus-dir: {corpus_dir!r} is not a directory")
         return sorted(name.rstrip("/") for name in gfile.listdir(corpus_dir))
@@ -206,11 +196,11 @@ def list_corpus(corpus_dir):
 
 
 def _is_dir(path):
-    return _gfile().isdir(path) if _is_remote(path) else os.path.isdir(path)
+    return files.tf_gfile().isdir(path) if files.is_remote(path) else os.path.isdir(path)
 
 
 def _open_binary(path):
-    return _gfile().GFile(path, "rb") if _is_remote(path) else open(path, "rb")
+    return files.tf_gfile().GFile(path, "rb") if files.is_remote(path) else open(path, "rb")
 
 
 def _log(job_id, message):
@@ -342,8 +332,8 @@ def check_options(options):
                         f"(each job writes its share of the {NUM_OUT_FILES} output files)")
     list_corpus(o.corpus_dir)
     tokenizer = load_tokenizer(o)
-    if _is_remote(o.output_dir):
-        _gfile().makedirs(o.output_dir)
+    if files.is_remote(o.output_dir):
+        files.tf_gfile().makedirs(o.output_dir)
         return tokenizer
     if os.path.exists(o.output_dir) and not os.path.isdir(o.output_dir):
         raise DataError(f"--output-dir: {o.output_dir!r} exists and is not a directory")

@@ -15,8 +15,10 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from bert_tf import classifier_metrics, files, tokenization
+from bert_tf import files, tokenization
 from bert_tf.data import classifier as data
+from bert_tf.data.records import records_are_current, records_meta
+from bert_tf.evaluation import classifier_metrics
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training import metrics
@@ -158,9 +160,9 @@ class ClassifierOptions(FineTuningOptions):
 def _records(output_file, examples, label_list, options, tokenizer, input_file):
     """Writes the records of `examples` to `output_file` unless it already holds exactly
     them (the same input file, flags and vocab, per its sidecar); returns the file."""
-    meta = data.records_meta(options.task_name.lower(), [input_file], options.max_seq_length,
-                             options.vocab_file, options.do_lower_case, label_list)
-    if data.records_are_current(output_file, meta):
+    meta = records_meta(options.task_name.lower(), [input_file], options.max_seq_length,
+                        options.vocab_file, options.do_lower_case, label_list)
+    if records_are_current(output_file, meta):
         logging.info("Reusing %s (made from the same files and flags)", output_file)
         return output_file
     logging.info("Writing %d examples to %s", len(examples), output_file)

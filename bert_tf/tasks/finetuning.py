@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from bert_tf.data.classifier import num_train_steps_and_warmup
+from bert_tf.data.records import num_train_steps_and_warmup
 from bert_tf.training.trainer import TrainerOptions, TrainingError
 
 

@@ -4,7 +4,7 @@ FINETUNING.md §2).
 `SquadTask` gives the trainer the encoder + `SpanHead` (`cls/squad/output_weights` [2, H],
 `cls/squad/output_bias` [2]), the records of `bert_tf.data.squad`, the loss (the mean of the
 start and end cross-entropies over every position, padding included, as the original) and the
-per-window logits that `bert_tf.squad_predictions` turns into answers; `run` is what
+per-window logits that `bert_tf.evaluation.squad_predictions` turns into answers; `run` is what
 run_squad.py does.
 """
 
@@ -17,8 +17,9 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import files, squad_eval, squad_predictions, tokenization
+from bert_tf import files, tokenization
 from bert_tf.data import squad as squad_data
+from bert_tf.evaluation import squad_eval, squad_predictions
 from bert_tf.layers.heads import SpanHead
 from bert_tf.models import BertTaskModel
 from bert_tf.training.task import Task

@@ -6,7 +6,7 @@ original, which has no tagging script (issue 12).
 [num_labels]: a scope no original checkpoint holds), the window records of
 `bert_tf.data.conll`, the loss (cross-entropy at the first piece of every word, weighted by
 `label_weights`, averaged over the predicted words of the GLOBAL batch) and the eval metrics
-of `bert_tf.tagging_metrics` computed on one tag per word; `run` is what run_tagging.py does.
+of `bert_tf.evaluation.tagging_metrics` computed on one tag per word; `run` is what run_tagging.py does.
 
 Data (`--data_dir`): `train.txt`, `dev.txt` and `test.txt`, CoNLL files (see
 `bert_tf.data.conll`). The label list is "O" then the other tags of train.txt, sorted; a run
@@ -23,8 +23,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tagging_metrics, tokenization
+from bert_tf import tokenization
 from bert_tf.data import conll
+from bert_tf.evaluation import tagging_metrics
 from bert_tf.layers.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions

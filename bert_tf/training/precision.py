@@ -29,7 +29,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import cpu_features
+from bert_tf.training import cpu_features
 
 POLICIES = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # What --mixed_precision accepts: a policy, or "auto" (resolve_mixed_precision chooses one).

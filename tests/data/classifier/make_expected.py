@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, REPO)
 
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 VOCAB = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
 BINARY = ["0", "1"]

@@ -11,7 +11,7 @@ train.tf_record, eval.tf_record and predict.tf_record (max_seq_length 32) here. 
 head starts from a seeded draw (head_init.npz) on top of init.ckpt, so our run can start from
 the same weights.
 
-The original runs through tf.compat.v1 graphs (bert_tf.original supplies the two TF1 functions
+The original runs through tf.compat.v1 graphs (tools.original supplies the two TF1 functions
 TF 2.21 lacks: tf.layers.dense and tf.contrib.layers.layer_norm; tf.contrib.data.map_and_batch
 is added below for its input_fn). Its model_fn cannot run as it is: TF 2.21 has no Estimator.
 So the graph is the one model_fn builds (create_model, create_optimizer with use_tpu=False),
@@ -60,7 +60,7 @@ sys.path.insert(0, REPO)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 v1 = tf.compat.v1
 

@@ -5,7 +5,7 @@ Run once, in one process, with a copy of google-research/electra:
     python3 tests/data/electra_model/make_expected.py --original_repo=/tmp/electra
 
 The original's `PretrainingModel` and `optimization.create_optimizer` are built in a TF1 graph
-(through `bert_tf.original.load_electra_module`) on fed batches, for each case of CASES (tiny
+(through `tools.original.load_electra_module`) on fed batches, for each case of CASES (tiny
 configs: vocab 30, max_seq_length 16, mask_prob 0.25 so max_predictions_per_seq 4, H 16, L 2,
 dropout 0, initializer_range 0.2). Its random draws are fixed: in its `pretrain_helpers`,
 `tf.random.categorical` (the masked positions) and `tf.random.uniform` (the 85% [MASK] decision,
@@ -55,7 +55,7 @@ sys.path.insert(0, REPO)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.original import load_electra_module  # noqa: E402
+from tools.original import load_electra_module  # noqa: E402
 
 v1 = tf.compat.v1
 

@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, REPO)
 
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 FILES = {"v1": os.path.join(HERE, "squad_v1.json"), "v2": os.path.join(HERE, "squad_v2.json")}
 SHAPES = ((20, 3), (20, 5), (70, 64))

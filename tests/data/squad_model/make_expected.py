@@ -49,7 +49,7 @@ sys.path.insert(0, REPO)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 v1 = tf.compat.v1
 

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
 
 from bert_tf import tokenization  # noqa: E402
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 
 def main():

@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
-from bert_tf.original import load_original_module  # noqa: E402
+from tools.original import load_original_module  # noqa: E402
 
 
 def read_cases(path=os.path.join(HERE, "adversarial.jsonl")):

@@ -30,7 +30,7 @@ characters (which its cleaning drops) are removed first, then the text is split 
 whitespace (`str.isspace` or category Zs), so tokenizing word by word gives exactly the pieces of
 the whole text; for ordinary text these are the words of `str.split()`. The windows are
 `bert_tf.data.conll.sentence_windows`' (run_tagging.py's): `[CLS] pieces [SEP]`, segment 0,
-max_seq_length - 2 pieces advancing by min(that, doc_stride) (`bert_tf.serving_windows`), one
+max_seq_length - 2 pieces advancing by min(that, doc_stride) (`bert_tf.serving.windows`), one
 empty window for a text without pieces; a word's tag position is its first piece in the window
 where that piece has the most context. A word without pieces has no tag position.
 """
@@ -41,7 +41,7 @@ from bert_tf import tokenization
 from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN
 from bert_tf.fast_tokenization import TokenizerModule
 from bert_tf.training.padding import padded_length
-from bert_tf.serving_windows import (max_context, split_words, window_pieces, window_spans,
+from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
 
 
@@ -86,13 +86,13 @@ def _character_class(predicate):
 
 def _removed(cp):
     """Characters the original's cleaning drops (NUL, U+FFFD, control and format characters)."""
-    return cp == 0 or cp == 0xFFFD or tokenization._is_control(chr(cp))
+    return cp == 0 or cp == 0xFFFD or tokenization.is_control(chr(cp))
 
 
 def _separator(cp):
     """Characters that separate words once the text is cleaned."""
     char = chr(cp)
-    return not _removed(cp) and (tokenization._is_whitespace(char) or char.isspace())
+    return not _removed(cp) and (tokenization.is_whitespace(char) or char.isspace())
 
 
 def _prefix(ragged, lengths):
@@ -142,8 +142,8 @@ class ServingInputs(tf.Module):
         # but `tensorflow` (plain `saved_model_cli run` works).
         self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case,
                                                       core_ops=True)
-        self._cls_id = int(vocab[CLS_TOKEN])
-        self._sep_id = int(vocab[SEP_TOKEN])
+        self.cls_id = int(vocab[CLS_TOKEN])
+        self.sep_id = int(vocab[SEP_TOKEN])
         self._removed = _character_class(_removed)
         self._separators = _character_class(_separator) + "+"
 
@@ -174,9 +174,9 @@ class ServingInputs(tf.Module):
         ones = tf.ones([n], tf.int64)
         sep_b = tf.cast(has_b, tf.int64)
         ids = tf.concat([
-            _filled(ones, self._cls_id, tf.int64), _prefix(ids_a, keep_a),
-            _filled(ones, self._sep_id, tf.int64), _prefix(ids_b, keep_b),
-            _filled(sep_b, self._sep_id, tf.int64)], axis=1)
+            _filled(ones, self.cls_id, tf.int64), _prefix(ids_a, keep_a),
+            _filled(ones, self.sep_id, tf.int64), _prefix(ids_b, keep_b),
+            _filled(sep_b, self.sep_id, tf.int64)], axis=1)
         segments = tf.concat([_filled(keep_a + 2, 0, tf.int32),
                               _filled(keep_b + sep_b, 1, tf.int32)], axis=1)
         length = self.padded_length(ids)
@@ -220,7 +220,7 @@ class ServingInputs(tf.Module):
             return tf.concat([_filled(ones, first, dtype), inner, _filled(ones, last, dtype)],
                              axis=1)
 
-        ids = framed(tf.gather(pieces.flat_values, held), self._cls_id, self._sep_id)
+        ids = framed(tf.gather(pieces.flat_values, held), self.cls_id, self.sep_id)
         word_ids = framed(tf.cast(tf.gather(word_of_piece, held), tf.int32), -1, -1)
         firsts = framed(tf.gather(is_first, held), False, False)
         padded = self.padded_length(ids)

@@ -1,7 +1,7 @@
 """SQuAD evaluation: exact match and F1, as the official v1.1 and v2.0 scripts define them.
 
-    python -m bert_tf.squad_eval DATA.json predictions.json [--na_prob_file null_odds.json]
-        [--na_prob_thresh 1.0] [--out_file eval.json]
+    python -m bert_tf.evaluation.squad_eval DATA.json predictions.json
+        [--na_prob_file null_odds.json] [--na_prob_thresh 1.0] [--out_file eval.json]
 
 Written from the definitions of the official evaluation scripts (evaluate-v1.1.py,
 evaluate-v2.0.py of the SQuAD site), which are not copied here:
@@ -236,7 +236,7 @@ def _load(path, what):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m bert_tf.squad_eval",
+        prog="python -m bert_tf.evaluation.squad_eval",
         description="Exact match and F1 of SQuAD 1.1 / 2.0 predictions (official definitions).")
     parser.add_argument("data_file", help="SQuAD JSON data file with the gold answers")
     parser.add_argument("pred_file", help="predictions.json: {question id: answer text}")

@@ -1,0 +1,261 @@
+"""The export modules of `python -m bert_tf.export` (bert_tf/export.py, whose docstring gives
+every signature): a fine-tuned BERT as a `tf.Module` that takes raw strings.
+
+  ClassifierExport, FeaturesExport, TaggingExport   one per task (SQuAD's is
+      `bert_tf.serving.squad_export.SquadExport`), each on a `bert_tf.serving.inputs.ServingInputs`
+      (tokenization in the graph, core TensorFlow ops only);
+  build_export   the flags' checks and the module of a task with the checkpoint's weights;
+  save_export    the SavedModel and `bert_tf_export.json` (what `bert_tf.serving.predict`
+      reads), written whole.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from bert_tf import families, files, tokenization
+from bert_tf.checkpoints import load_original_checkpoint
+from bert_tf.data.conll import OUTSIDE
+from bert_tf.feature_extraction import parse_layer_indexes
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.models import BertTaskModel
+from bert_tf.serving.inputs import ServingInputs
+from bert_tf.serving.squad_export import SquadExport
+from bert_tf.training.task_file import load_task_file, task_file_path
+
+TASKS = ("classifier", "features", "tagging", "squad")
+EXPORT_INFO_FILE = "bert_tf_export.json"
+# The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
+DEFAULT_DOC_STRIDE = {"squad": 128, "tagging": 64}
+_STRING = tf.TensorSpec([None], tf.string)
+
+
+class ExportError(ValueError):
+    """A bad flag or file for the export (names the flag or file and what was expected)."""
+
+
+def _first_argmax(values, axis=-1):
+    """Index of the first largest value along `axis` (tf.argmax leaves ties unspecified)."""
+    best = tf.reduce_max(values, axis=axis, keepdims=True)
+    positions = tf.range(tf.shape(values, out_type=tf.int64)[axis])
+    shape = [1] * values.shape.rank
+    shape[axis] = -1
+    big = tf.cast(tf.shape(values)[axis], tf.int64)
+    return tf.reduce_min(tf.where(values == best, tf.reshape(positions, shape), big), axis=axis)
+
+
+class ClassifierExport(tf.Module):
+    """`serving_default` / `single`: texts -> class probabilities and label names."""
+
+    def __init__(self, model, inputs, labels):
+        super().__init__(name="classifier_export")
+        self.model = model
+        self.inputs = inputs
+        self.labels = tf.constant(list(labels), tf.string)
+
+    def _outputs(self, features):
+        probabilities = self.model(features, training=False)["probabilities"]
+        label_id = _first_argmax(probabilities)
+        return {"probabilities": probabilities, "label": tf.gather(self.labels, label_id),
+                "label_id": tf.cast(label_id, tf.int32)}
+
+    @tf.function(input_signature=[_STRING, _STRING], autograph=False)
+    def serve(self, text_a, text_b):
+        """text_a, text_b: string [N] -> probabilities [N, C], label [N], label_id [N]."""
+        return self._outputs(self.inputs.pairs(text_a, text_b))
+
+    @tf.function(input_signature=[_STRING], autograph=False)
+    def single(self, text_a):
+        """text_a: string [N] -> as `serve`."""
+        return self._outputs(self.inputs.single(text_a))
+
+    def signatures(self):
+        return {"serving_default": self.serve.get_concrete_function(),
+                "single": self.single.get_concrete_function()}
+
+
+class FeaturesExport(tf.Module):
+    """`serving_default`: texts -> the chosen encoder layers' vectors per token."""
+
+    def __init__(self, model, inputs, layer_indexes):
+        super().__init__(name="features_export")
+        self.model = model
+        self.inputs = inputs
+        self.layer_indexes = tf.constant(list(layer_indexes), tf.int32)
+        self._layer_indexes = list(layer_indexes)
+
+    @tf.function(input_signature=[_STRING, _STRING], autograph=False)
+    def serve(self, text_a, text_b):
+        """text_a, text_b: string [N] -> input_ids, input_mask int32 [N, S], layers float32
+        [N, S, len(layers), H]."""
+        features = self.inputs.pairs(text_a, text_b)
+        layers = self.model(features, training=False)["all_encoder_layers"]
+        chosen = [tf.cast(layers[i], tf.float32) for i in self._layer_indexes]
+        return {"input_ids": features["input_ids"], "input_mask": features["input_mask"],
+                "layers": tf.stack(chosen, axis=2)}
+
+    def signatures(self):
+        return {"serving_default": self.serve.get_concrete_function()}
+
+
+class TaggingExport(tf.Module):
+    """`serving_default`: texts -> one tag per whitespace word, as run_tagging.py predicts.
+
+    Every text is cut into windows (`ServingInputs.words`: bert_tf.data.conll's
+    `sentence_windows`, max_seq_length - 2 pieces advancing by min(that, doc_stride)), the model
+    runs on all windows of the batch, and each word gets the tag of its first piece in the
+    window where that piece has the most context (ties to the earlier window), so no word is
+    cut. A word without pieces (only characters the tokenizer removes) gets "O", as
+    `bert_tf.data.conll.word_predictions`.
+    """
+
+    def __init__(self, model, inputs, labels):
+        super().__init__(name="tagging_export")
+        self.model = model
+        self.inputs = inputs
+        self.labels = tf.constant(list(labels), tf.string)
+
+    @tf.function(input_signature=[_STRING], autograph=False)
+    def serve(self, text):
+        """text: string [N] -> tags string [N, W] (W = the most words of a text; "" past a
+        text's words), num_words int32 [N]."""
+        windows = self.inputs.words(text)
+        features = {name: windows[name] for name in ("input_ids", "input_mask", "segment_ids")}
+        logits = self.model(features, training=False)["logits"]  # [K, S, C]
+        tag_ids = _first_argmax(logits)  # [K, S]
+        tagged = tf.where(windows["tag_position"] > 0)  # [M, 2]: window, position
+        text_index = tf.gather(windows["text_index"], tagged[:, 0])
+        word = tf.gather_nd(windows["word_ids"], tagged)
+        num_words = windows["num_words"]
+        width = tf.reduce_max(tf.concat([num_words, [0]], 0))
+        untagged = tf.where(tf.sequence_mask(num_words, width), OUTSIDE, "")
+        tags = tf.tensor_scatter_nd_update(
+            untagged, tf.cast(tf.stack([text_index, word], axis=1), tf.int64),
+            tf.gather(self.labels, tf.gather_nd(tag_ids, tagged)))
+        return {"tags": tags, "num_words": num_words}
+
+    def signatures(self):
+        return {"serving_default": self.serve.get_concrete_function()}
+
+
+def read_labels(labels_flag, checkpoint):
+    """Label names from `--labels` (comma-separated) or the checkpoint directory's task.json."""
+    if labels_flag:
+        labels = [x.strip() for x in labels_flag.split(",")]
+        if any(not x for x in labels):
+            raise ExportError(f"--labels={labels_flag!r} has an empty label name")
+        return labels
+    directory = checkpoint if tf.io.gfile.isdir(checkpoint) else os.path.dirname(checkpoint)
+    path = task_file_path(directory or ".")
+    try:
+        labels = load_task_file(directory or ".")["labels"]
+    except FileNotFoundError:
+        raise ExportError(f"no --labels given and no {path} beside the checkpoint: pass "
+                          "--labels=name1,name2,...") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ExportError(f"{path}: expected a JSON object with a 'labels' list ({e})") from None
+    if not isinstance(labels, list) or not labels:
+        raise ExportError(f"{path}: 'labels' must be a non-empty list, got {labels!r}")
+    return [str(x) for x in labels]
+
+
+def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_seq_length=128,
+                 labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=None,
+                 n_best_size=20, max_answer_length=30, tokenizer=None,
+                 version_2_with_negative=False, null_score_diff_threshold=0.0,
+                 dynamic_padding=True):
+    """The export module of `task` with the checkpoint's weights.
+
+    Args:
+      task: one of TASKS.
+      config: a BertConfig.
+      checkpoint: checkpoint prefix or directory (the original's names).
+      vocab_file, do_lower_case: the tokenizer's.
+      labels: list of label names (classifier, tagging).
+      layers: "-1,-2" etc. (features).
+      doc_stride: pieces between window starts (squad, tagging); None: the script's default
+        (run_squad.py 128, run_tagging.py 64).
+      max_query_length, n_best_size, max_answer_length, version_2_with_negative,
+        null_score_diff_threshold: SQuAD, run_squad.py's flags.
+      tokenizer: an existing `TokenizerModule` for the vocab (building one takes seconds).
+      dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
+    Returns:
+      (module, info dict for bert_tf_export.json).
+    """
+    if task not in TASKS:
+        raise ExportError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
+    if not 3 <= max_seq_length <= config.max_position_embeddings:
+        raise ExportError(f"--max_seq_length={max_seq_length}: expected 3 to "
+                          f"max_position_embeddings={config.max_position_embeddings}")
+    if doc_stride is None:
+        doc_stride = DEFAULT_DOC_STRIDE.get(task, 128)
+    if task in ("squad", "tagging") and doc_stride <= 0:
+        raise ExportError(f"--doc_stride={doc_stride}: expected a positive number")
+    if task == "squad":
+        if max_seq_length <= max_query_length + 3:
+            raise ExportError(f"--max_seq_length={max_seq_length} must be greater than "
+                              f"--max_query_length={max_query_length} + 3")
+        for name, value in (("n_best_size", n_best_size),
+                            ("max_answer_length", max_answer_length)):
+            if value <= 0:
+                raise ExportError(f"--{name}={value}: expected a positive number")
+    if task in ("classifier", "tagging") and not labels:
+        raise ExportError(f"--task={task} needs label names (--labels)")
+    if not tf.io.gfile.exists(vocab_file):
+        raise ExportError(f"--vocab_file={vocab_file}: no such file")
+    vocab = tokenization.load_vocab(vocab_file)
+    try:
+        inputs = ServingInputs(vocab, do_lower_case, max_seq_length, doc_stride,
+                               tokenizer=tokenizer, dynamic_padding=dynamic_padding)
+    except ValueError as e:
+        raise ExportError(f"--vocab_file={vocab_file}: {e}") from None
+    hidden = config.hidden_size
+    if task == "features":
+        model = families.build_encoder(config, name="bert")  # any checkpoint's encoder, whatever its head
+    else:
+        head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
+                "tagging": lambda: TokenClassifierHead(len(labels), hidden),
+                "squad": lambda: SpanHead(hidden)}[task]()
+        model = BertTaskModel(config, head)
+    load_original_checkpoint(model, checkpoint)
+    info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
+            "dynamic_padding": bool(dynamic_padding)}
+    if task == "classifier":
+        module = ClassifierExport(model, inputs, labels)
+        info["labels"] = list(labels)
+    elif task == "tagging":
+        module = TaggingExport(model, inputs, labels)
+        info.update(labels=list(labels), doc_stride=doc_stride)
+    elif task == "features":
+        try:
+            indexes = parse_layer_indexes(layers, config.num_hidden_layers)
+        except ValueError as e:
+            raise ExportError(str(e)) from None
+        module = FeaturesExport(model, inputs, indexes)
+        info["layers"] = [int(x) for x in layers.split(",")]
+    else:
+        module = SquadExport(model, inputs, vocab, max_query_length, doc_stride, n_best_size,
+                             max_answer_length, version_2_with_negative,
+                             null_score_diff_threshold)
+        info.update(max_query_length=max_query_length, doc_stride=doc_stride,
+                    n_best_size=n_best_size, max_answer_length=max_answer_length,
+                    version_2_with_negative=bool(version_2_with_negative),
+                    null_score_diff_threshold=float(null_score_diff_threshold))
+    return module, info
+
+
+def save_export(module, info, output_dir):
+    """Writes the SavedModel and bert_tf_export.json to `output_dir`, through a temporary
+    directory renamed when complete (an existing export there is replaced; a full disk leaves
+    it as it was and raises `files.OutputError`)."""
+    output_dir = os.fspath(output_dir).rstrip("/")
+    # Keras 3 variables wrap tf.Variables; tracking those directly puts them in the SavedModel's
+    # TF1 view (its saver), which `saved_model_cli run` restores from.
+    module.tf_variables = [v.value for v in module.model.weights]
+    needed = sum(v.shape.num_elements() * v.dtype.size for v in module.tf_variables)
+    with files.atomic_path(output_dir, needed=needed) as tmp:
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        with files.open_for_write(os.path.join(tmp, EXPORT_INFO_FILE)) as f:
+            f.write(json.dumps(info, indent=2) + "\n")
+    return output_dir
