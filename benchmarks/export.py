@@ -26,8 +26,8 @@ from common import (  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bert_tf.bert.config import BertConfig  # noqa: E402
 from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
-from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.data.pairs import pad_to, pair_tokens  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402

@@ -55,8 +55,8 @@ def make_base_model(work_dir):
     config_file = os.path.join(work_dir, "base", "bert_config.json")
     if not os.path.exists(prefix + ".index"):
         from bert_tf.checkpoints import save_original_checkpoint
-        from bert_tf.config import BertConfig
-        from bert_tf.encoder import BertModel
+        from bert_tf.bert.config import BertConfig
+        from bert_tf.bert.model import BertModel
 
         os.makedirs(os.path.dirname(prefix), exist_ok=True)
         config = BertConfig.from_dict(BERT_BASE)

@@ -30,7 +30,7 @@ from common import (  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.bert.config import BertConfig  # noqa: E402
 from bert_tf.tasks.classification import ClassificationTask  # noqa: E402
 from tools.original import load_original_module  # noqa: E402
 

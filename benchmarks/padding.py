@@ -496,7 +496,7 @@ def main():
     os.makedirs(args.work_dir, exist_ok=True)
 
     from bert_tf.checkpoints import save_original_checkpoint
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
 
     config_dict = dict(BERT_BASE, num_hidden_layers=args.layers)
     config = BertConfig.from_dict(config_dict)

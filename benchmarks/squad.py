@@ -254,7 +254,7 @@ def step_model(ctx):
     args, side = ctx["args"], ctx["side"]
     batch = synthetic_training_batch(args.batch_size)
     if side.module is None:
-        from bert_tf.config import BertConfig
+        from bert_tf.bert.config import BertConfig
         from bert_tf.tasks.squad import SquadTask
 
         step = trainer_step(BertConfig.from_dict(BERT_BASE), SquadTask(MAX_SEQ_LENGTH), batch)

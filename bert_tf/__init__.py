@@ -9,11 +9,11 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "BertConfig": "bert_tf.config",
-    "BertConfigError": "bert_tf.config",
-    "BertModel": "bert_tf.encoder",
-    "BertPretrainingModel": "bert_tf.pretraining",
-    "pretraining_loss": "bert_tf.pretraining",
+    "BertConfig": "bert_tf.bert.config",
+    "BertConfigError": "bert_tf.bert.config",
+    "BertModel": "bert_tf.bert.model",
+    "BertPretrainingModel": "bert_tf.bert.pretraining",
+    "pretraining_loss": "bert_tf.bert.pretraining",
     "BertTaskModel": "bert_tf.models",
     "load_original_checkpoint": "bert_tf.checkpoints",
     "save_original_checkpoint": "bert_tf.checkpoints",

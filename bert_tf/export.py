@@ -42,8 +42,8 @@ for `bert_tf.predict`.
 import tensorflow as tf
 from absl import app, flags
 
+from bert_tf import families
 from bert_tf.checkpoints import resolve_checkpoint_path
-from bert_tf.config import BertConfig
 from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
 
 
@@ -81,7 +81,7 @@ def main(argv):
     try:
         if not tf.io.gfile.exists(FLAGS.bert_config_file):
             raise ExportError(f"--bert_config_file={FLAGS.bert_config_file}: no such file")
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        config = families.read_config(FLAGS.bert_config_file)
         resolve_checkpoint_path(FLAGS.checkpoint)
         labels = None
         if FLAGS.task in ("classifier", "tagging"):

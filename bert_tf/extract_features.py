@@ -57,7 +57,7 @@ flags.DEFINE_enum("strategy", "default",
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    from bert_tf.config import BertConfigError
+    from bert_tf.families import ConfigError
     from bert_tf.files import OutputError
     from bert_tf.feature_extraction import (ExtractFeaturesOptions, FeatureExtractionError,
                                             run_extract_features)
@@ -79,7 +79,7 @@ def main(argv):
             dynamic_padding=FLAGS.dynamic_padding,
         )
         count = run_extract_features(options, strategy)
-    except (FeatureExtractionError, BertConfigError, StrategyError, OutputError) as e:
+    except (FeatureExtractionError, ConfigError, StrategyError, OutputError) as e:
         print(f"extract_features.py: error: {e}", file=sys.stderr)
         return 1
     logging.info("Wrote %d lines to %s", count, FLAGS.output_file)

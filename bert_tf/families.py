@@ -16,6 +16,8 @@ asked for.
 
 import dataclasses
 import importlib
+import json
+import os
 
 # model_type -> the package whose `family` module defines `FAMILY`.
 PACKAGES = {
@@ -32,6 +34,8 @@ class Family:
 
     Attributes:
       name: its `model_type`.
+      config: its config class (`from_dict(d, source=...)`, `from_json_file(path)`,
+        `to_json_file(path)`, `model_type`); its errors are `ConfigError`s.
       encoder: the encoder class, `encoder(config, name=...)`: a keras.Model taking a dict of
         int `input_ids`, `input_mask`, `segment_ids` [B, S] and returning `sequence_output`
         [B, S, H], `pooled_output` [B, H] (and the other outputs of `BertModel`); with
@@ -42,6 +46,7 @@ class Family:
     """
 
     name: str
+    config: type
     encoder: type
     tokenizer: object
     special_tokens: object
@@ -78,6 +83,11 @@ class UnknownFamilyError(ValueError):
     """A `model_type` no package of bert_tf provides."""
 
 
+class ConfigError(ValueError):
+    """A config file (or dict) that does not describe a valid model of its family; each
+    family's config class raises a subclass (e.g. `BertConfigError`)."""
+
+
 def get(name):
     """The `Family` of `model_type` `name`."""
     package = PACKAGES.get(name)
@@ -94,3 +104,27 @@ def of(config):
 def build_encoder(config, **kwargs):
     """The encoder of `config`'s family: `of(config).encoder(config, **kwargs)`."""
     return of(config).encoder(config, **kwargs)
+
+
+def _model_type(data):
+    model_type = data.get("model_type", DEFAULT) if isinstance(data, dict) else DEFAULT
+    # A name no family has is left to the default family's config class to refuse, by name.
+    return model_type if model_type in PACKAGES else DEFAULT
+
+
+def config_from_dict(data, source="bert config"):
+    """The config of `data` (a dict of a config file), by the family its `model_type` names."""
+    return get(_model_type(data)).config.from_dict(data, source=source)
+
+
+def read_config(json_file):
+    """The config of a config file (`bert_config.json`) of any family: its `model_type`
+    (default "bert") picks the family, whose config class reads the file and says what is
+    wrong with it (a `ConfigError`)."""
+    path = os.fspath(json_file)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = None  # unreadable: the family's reader names the problem
+    return get(_model_type(data)).config.from_json_file(path)

@@ -526,14 +526,14 @@ def run_extract_features(options, strategy=None):
 
     Raises:
       FeatureExtractionError: a bad flag, file or checkpoint (the message names the flag).
-      BertConfigError: an unreadable or invalid bert config.
+      families.ConfigError: an unreadable or invalid bert config.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    from bert_tf.config import BertConfig
+    from bert_tf import families
     from bert_tf.tokenization import FullTokenizer, VocabError
 
-    config = BertConfig.from_json_file(options.bert_config_file)
+    config = families.read_config(options.bert_config_file)
     layer_indexes = parse_layer_indexes(options.layers, config.num_hidden_layers)
     check_max_seq_length(options.max_seq_length, config)
     if options.batch_size < 1:

@@ -164,8 +164,8 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     `<script>: error: ...`. Returns the exit code."""
     from absl import logging
 
+    from bert_tf import families
     from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import BertConfig, BertConfigError
     from bert_tf.files import OutputError
     from bert_tf.tokenization import VocabError
     from bert_tf.training.input_pipeline import InputError
@@ -178,12 +178,12 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     do = {name: FLAGS[name].value for name in ("do_train", "do_eval", "do_predict")
           if name in FLAGS}
     try:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        config = families.read_config(FLAGS.bert_config_file)
         strategy = strategy_from_flags(FLAGS)
         with hold_output_dir(FLAGS, strategy):
             options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
             out = run(config, options, strategy, **do)
-    except (TrainingError, BertConfigError, CheckpointError, StrategyError, InputError,
+    except (TrainingError, families.ConfigError, CheckpointError, StrategyError, InputError,
             VocabError, FloatingPointError, OutputError, OutputDirInUseError) + tuple(
                 task_errors) as e:
         print(f"{script}: error: {e}", file=sys.stderr)

@@ -3,9 +3,8 @@
 import keras
 
 from bert_tf import families
-from bert_tf.config import BertConfig
-from bert_tf.encoder import ENCODER_INPUTS, check_inputs
 from bert_tf.heads import FINE_TUNING_HEADS, of_layer
+from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 
 
 class BertTaskModel(keras.Model):
@@ -20,7 +19,7 @@ class BertTaskModel(keras.Model):
 
     def __init__(self, config, head, **kwargs):
         if isinstance(config, dict):
-            config = BertConfig.from_dict(config)
+            config = families.config_from_dict(config)
         if isinstance(head, dict):
             declared = {h.layer: h for h in FINE_TUNING_HEADS.values()}[head["class_name"]]
             head = declared.layer_class().from_config(head["config"])

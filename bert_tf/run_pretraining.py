@@ -52,7 +52,7 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
     from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import BertConfig, BertConfigError
+    from bert_tf.bert.config import BertConfig, BertConfigError
     from bert_tf.files import OutputError
     from bert_tf.tasks.pretraining import PretrainingError, PretrainingOptions, run
     from bert_tf.training import input_pipeline

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 from conftest import golden_path
 
+from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
-from bert_tf.config import BertConfig
 from bert_tf.tasks.classification import ClassificationTask, ClassifierOptions, run
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from bert_tf.config import BertConfig, BertConfigError
+from bert_tf.bert.config import BertConfig, BertConfigError
 from conftest import golden_path, tiny_config_dict
 
 

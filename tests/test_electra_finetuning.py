@@ -56,7 +56,7 @@ def test_extract_features_equals_the_originals_discriminator(config_file, tmp_pa
 
 
 def test_features_export_equals_the_originals_discriminator(config_file):
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.serving.export import build_export
 
     module, info = build_export("features", BertConfig.from_json_file(config_file), CHECKPOINT,
@@ -72,7 +72,7 @@ def test_features_export_equals_the_originals_discriminator(config_file):
 
 
 def test_run_classifier_fine_tunes_an_electra_checkpoint(config_file, tmp_path):
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
 
     rng = np.random.RandomState(0)
     words = [f"w{i}" for i in range(5, 30)]
@@ -102,7 +102,7 @@ def test_run_classifier_fine_tunes_an_electra_checkpoint(config_file, tmp_path):
 
 @pytest.mark.parametrize("head", ["span", "tags"])
 def test_squad_and_tagging_models_load_the_encoder(config_file, head):
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.layers.heads import SpanHead, TokenClassifierHead
     from bert_tf.models import BertTaskModel
 

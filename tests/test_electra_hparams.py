@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.electra import config as electra_config
 from bert_tf.electra.hparams import HparamsError, PretrainingHparams, parse_hparams
 

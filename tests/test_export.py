@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
-from bert_tf.config import BertConfig
 from bert_tf.data.conll import Sentence, sentence_windows, word_predictions
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.data.squad import SquadExample, convert_examples_to_features, split_context

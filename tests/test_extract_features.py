@@ -286,7 +286,7 @@ def test_sorted_batches_cut_to_their_length_give_the_padded_output(tmp_path):
     per layer, at the scale of the line's largest value (each layer ends in a LayerNorm of the
     whole row). 1e-6 x that scale (16 ulps) bounds it, and rounding to 6 decimals moves a value
     by one unit more."""
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.training import padding
 
     _varied_lines(tmp_path / "in.txt")

@@ -145,7 +145,7 @@ def _tokenizer(tmp_path):
 
 
 def _write_config(path, tmp_path):
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from test_training_helpers import TINY_CONFIG
 
     BertConfig.from_dict(TINY_CONFIG).to_json_file(path)

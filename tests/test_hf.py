@@ -16,15 +16,15 @@ import tensorflow as tf
 
 import hub_fixtures as hub
 from bert_tf import BertModel, BertTaskModel, FullTokenizer
+from bert_tf.bert.config import BertConfig
+from bert_tf.bert.pretraining import BertPretrainingModel
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
-from bert_tf.config import BertConfig
-from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.hf import HubError, names
 from bert_tf.hf.convert import export_checkpoint, import_snapshot
 from bert_tf.hf.safetensors_io import SafetensorsFile
 from bert_tf.hf.tokenizer_files import casing_from_folder_name, read_settings
 from bert_tf.hf.torch_zip import read_state_dict
-from bert_tf.pretraining import BertPretrainingModel
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from conftest import SHARED_DIR, tiny_config_dict
 
 LABELS = ["pos", "neg", "neu"]  # not sorted: the id order must survive

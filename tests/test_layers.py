@@ -11,7 +11,7 @@ from bert_tf.layers import (
     BertEmbeddings, Pooler, SelfAttention, TransformerBlock, TransformerEncoder,
     gelu, get_activation,
 )
-from bert_tf.pretraining import BertPretrainingModel
+from bert_tf.bert.pretraining import BertPretrainingModel
 from conftest import shared_random_draws, tiny_config_dict
 
 H, A, I = 16, 4, 24
@@ -81,8 +81,8 @@ def test_gelu_exact_is_the_erf_form(dtype, tol):
 
 
 def test_layer_norm_eps_reaches_every_layer_norm():
-    from bert_tf.config import BertConfig
-    from bert_tf.pretraining import BertPretrainingModel
+    from bert_tf.bert.config import BertConfig
+    from bert_tf.bert.pretraining import BertPretrainingModel
 
     config = BertConfig(vocab_size=30, hidden_size=H, num_hidden_layers=2, num_attention_heads=A,
                         intermediate_size=I, max_position_embeddings=20, layer_norm_eps=1e-5)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import save_original_checkpoint
 from bert_tf.data.classifier import ClassifierDataError
 from bert_tf.tasks.classification import (

@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 from conftest import golden_path
 
+from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
-from bert_tf.config import BertConfig
 from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.tasks.squad import SquadError, SquadOptions, SquadTask, run
 from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError

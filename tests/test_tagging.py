@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.evaluation import tagging_metrics
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.data import conll
+from bert_tf.evaluation import tagging_metrics
 from bert_tf.tasks.tagging import TaggingError, TaggingOptions, TaggingTask, real_records, run
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.trainer import TrainingError

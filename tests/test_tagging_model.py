@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import golden_path
 
+from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import load_original_checkpoint
-from bert_tf.config import BertConfig
 from bert_tf.data import conll
 from bert_tf.tasks.tagging import TaggingTask
 from bert_tf.tokenization import FullTokenizer

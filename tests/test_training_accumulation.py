@@ -50,7 +50,7 @@ class FixedStream:
 
 
 def trainer(tmp_path, **overrides):
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
 
     args = dict(input_files=["unused"], output_dir=str(tmp_path / "unused"),

@@ -124,7 +124,7 @@ if cpus > 1:
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * cpus)
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import original_variable_map
 from bert_tf.training.strategy import create_strategy
 import numpy as np
@@ -152,8 +152,8 @@ print("RESULT " + json.dumps({"checkpoint": checkpoint, "history": history,
 
 # Pretraining (bert_tf.tasks.pretraining): the arguments are PretrainingOptions.
 DRIVER = _DRIVER_START + r"""
-from bert_tf.training import input_pipeline
 from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+from bert_tf.training import input_pipeline
 options = PretrainingOptions(**args)
 input_pipeline.check_records(options.input_files, options.max_seq_length,
                              options.max_predictions_per_seq)
@@ -191,7 +191,7 @@ def run_in_process(args, pretraining=False):
     """What FINETUNE_DRIVER (DRIVER when `pretraining`) does under the default strategy, in
     this process (one process start, about 5 s, less): train, or restore the weights when
     "do_train" is false, then eval if asked. Returns the driver's RESULT dict."""
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.training.trainer import Trainer, TrainerOptions
 
     args = dict(args)
@@ -251,7 +251,7 @@ def assert_mirrored_equals_default(tmp_path, driver_args):
     file order) under the default strategy (in this process) and mirrored over 2 logical CPUs
     (FINETUNE_DRIVER): the same checkpoint and losses. Returns both RESULT dicts (default,
     mirrored)."""
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.tasks.squad import SquadTask
 
     single = run_in_process(driver_args(tmp_path / "single"))
@@ -476,7 +476,7 @@ def pretraining_key_bias_bounds(tmp_path, args, checkpoints, learning_rates, ext
     the same initial weights); the attention's magnitudes are taken there and at each of
     `checkpoints`. `kwargs` go to ZeroGradientBounds (slots, first_step)."""
     from bert_tf.checkpoints import load_original_checkpoint
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
     from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
     from rounding_bounds import ZeroGradientBounds
 

@@ -87,8 +87,8 @@ def test_skipped_step_changes_nothing_and_fused_matches(jit_compile):
 
 def test_checkpoint_roundtrip_with_lamb_slot_names(tmp_path):
     from bert_tf import checkpoints
-    from bert_tf.config import BertConfig
-    from bert_tf.pretraining import BertPretrainingModel
+    from bert_tf.bert.config import BertConfig
+    from bert_tf.bert.pretraining import BertPretrainingModel
 
     from test_training_helpers import TINY_CONFIG
 

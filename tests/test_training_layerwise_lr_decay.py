@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import checkpoints
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimizer import AdamWeightDecay, layerwise_lr_multipliers

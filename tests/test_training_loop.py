@@ -47,7 +47,7 @@ def golden_args(output_dir, **overrides):
 
 
 def golden_config():
-    from bert_tf.config import BertConfig
+    from bert_tf.bert.config import BertConfig
 
     return BertConfig.from_json_file(str(GOLDEN_TRAIN / "bert_config.json"))
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.tasks.pretraining import PretrainingTask
 from bert_tf.training import padding
 from bert_tf.training.trainer import Trainer, TrainerOptions

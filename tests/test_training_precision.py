@@ -96,8 +96,8 @@ def test_bf16_and_fp16_train_close_to_float32_with_float32_checkpoints(tmp_path)
     worst |error| / bound 0.26 for bfloat16 and 0.13 for float16 (0.26 and 0.08 with
     TF_ENABLE_ONEDNN_OPTS=0)."""
     from bert_tf import checkpoints
-    from bert_tf.config import BertConfig
-    from bert_tf.pretraining import BertPretrainingModel, pretraining_loss
+    from bert_tf.bert.config import BertConfig
+    from bert_tf.bert.pretraining import BertPretrainingModel, pretraining_loss
     from bert_tf.training.input_pipeline import make_dataset
     from bert_tf.tasks.pretraining import PretrainingOptions, run
     from rounding_bounds import RoundingErrorBounds, assert_within_bounds

@@ -1,7 +1,8 @@
 """BERT as the registry (`bert_tf.families`) sees it."""
 
 from bert_tf import families, tokenization
-from bert_tf.encoder import BertModel
+from bert_tf.bert.config import BertConfig
+from bert_tf.bert.model import BertModel
 
 # WordPiece's special tokens; a piece continuing a word starts with "##".
 SPECIAL_TOKENS = families.SpecialTokens(
@@ -9,6 +10,7 @@ SPECIAL_TOKENS = families.SpecialTokens(
 
 FAMILY = families.Family(
     name="bert",
+    config=BertConfig,
     encoder=BertModel,
     tokenizer=tokenization.FullTokenizer,
     special_tokens=SPECIAL_TOKENS,

@@ -17,7 +17,7 @@ the discriminator's config, the one fine-tuning and feature extraction read.
 import argparse
 import sys
 
-from bert_tf.config import BertConfig, BertConfigError
+from bert_tf.bert.config import BertConfig, BertConfigError
 from bert_tf.electra.hparams import MODEL_SIZES, HparamsError, PretrainingHparams
 
 __all__ = ["discriminator_config", "generator_config", "main"]

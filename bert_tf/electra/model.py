@@ -2,7 +2,7 @@
 under the checkpoint scope `electra/`, with embeddings of width `embedding_size` projected to
 hidden_size (`embeddings_project`) where they differ, and no pooler."""
 
-from bert_tf.encoder import BertModel
+from bert_tf.bert.model import BertModel
 
 
 class ElectraModel(BertModel):

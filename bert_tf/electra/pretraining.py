@@ -24,14 +24,14 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.electra import masking
 from bert_tf.electra.model import ElectraModel
-from bert_tf.encoder import ENCODER_INPUTS, check_inputs
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
 from bert_tf.layers.heads import MaskedLMHead
 from bert_tf.layers.initializers import truncated_normal
+from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 
 # The original adds these to the loss normalisers.
 _LOSS_DENOMINATOR_EPSILON = 1e-6

@@ -58,7 +58,7 @@ def main(argv=None):
     from absl import logging
 
     from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import BertConfigError
+    from bert_tf.bert.config import BertConfigError
     from bert_tf.electra.hparams import HparamsError, PretrainingHparams
     from bert_tf.electra.pretraining import ElectraError
     from bert_tf.files import OutputError

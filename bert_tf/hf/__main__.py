@@ -68,7 +68,7 @@ def main(argv):
         return 1
 
     from bert_tf.checkpoints import CheckpointError
-    from bert_tf.config import BertConfigError
+    from bert_tf.bert.config import BertConfigError
     from bert_tf.hf import HubError
     from bert_tf.hf.convert import export_checkpoint, import_snapshot
     from bert_tf.tokenization import VocabError

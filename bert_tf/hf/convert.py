@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints, families, tokenization
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json

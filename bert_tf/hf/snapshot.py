@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from bert_tf.config import DEFAULT_LAYER_NORM_EPS, BertConfig, BertConfigError
+from bert_tf.bert.config import DEFAULT_LAYER_NORM_EPS, BertConfig, BertConfigError
 from bert_tf.hf import HubError, names, safetensors_io, torch_zip
 from bert_tf.hf.tokenizer_files import read_json
 

@@ -169,7 +169,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
 
     Args:
       task: one of TASKS.
-      config: a BertConfig.
+      config: the model config (a `BertConfig`, ...).
       checkpoint: checkpoint prefix or directory (the original's names).
       vocab_file, do_lower_case: the tokenizer's.
       labels: list of label names (classifier, tagging).

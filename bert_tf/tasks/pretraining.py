@@ -8,8 +8,8 @@ metrics; `Pretrainer` and `run` are what run_pretraining.py calls.
 import dataclasses
 
 import tensorflow as tf
+from bert_tf.bert.pretraining import BertPretrainingModel, pretraining_loss
 from bert_tf.data.features import feature_spec
-from bert_tf.pretraining import BertPretrainingModel, pretraining_loss
 from bert_tf.training import input_pipeline, metrics
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError

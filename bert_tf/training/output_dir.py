@@ -34,9 +34,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoints, files
+from bert_tf import checkpoints, families, files
 from bert_tf.checkpoints import CheckpointError
-from bert_tf.config import BertConfig
 from bert_tf.training import task_file
 from bert_tf.training.strategy import worker_info
 
@@ -73,7 +72,7 @@ class OutputDirectory:
       model: the task's model, whose weights are saved and restored.
       optimizer: its optimizer (`get_state()` / `set_state()`: the slots beside the weights).
       global_step: the int64 step variable.
-      config: the `BertConfig` (a resume checks bert_config.json's architecture against it).
+      config: the model config (a resume checks bert_config.json's architecture against it).
       task: the `Task` (its `describe()` is task.json).
       strategy: the tf.distribute.Strategy (this worker's index, the save barrier).
       loss_scale: the fp16 `precision.DynamicLossScale`, or None.
@@ -239,7 +238,7 @@ class OutputDirectory:
         if not tf.io.gfile.exists(path):
             return
         try:
-            saved = BertConfig.from_json_file(path)
+            saved = families.read_config(path)
         except ValueError:
             return
         differing = [

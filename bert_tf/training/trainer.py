@@ -171,7 +171,7 @@ class Trainer:
     """Training, eval and predict of `task`'s model under a tf.distribute strategy.
 
     Args:
-      config: the `BertConfig`.
+      config: the model config (`BertConfig`, ...).
       task: a `bert_tf.training.task.Task`.
       options: `TrainerOptions` (or a subclass).
       strategy: a tf.distribute.Strategy (default: TensorFlow's default strategy).

@@ -4,10 +4,10 @@ import keras
 import tensorflow as tf
 
 from bert_tf import families
-from bert_tf.config import BertConfig
-from bert_tf.encoder import ENCODER_INPUTS, check_inputs
-from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
+from bert_tf.bert.config import BertConfig
 from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
+from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
+from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 
 PRETRAINING_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
 LABEL_FEATURES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")

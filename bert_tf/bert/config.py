@@ -39,7 +39,7 @@ ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 DEFAULT_LAYER_NORM_EPS = 1e-12
 
 
-class BertConfigError(ValueError):
+class BertConfigError(families.ConfigError):
     """A bert_config.json (or dict) that does not describe a valid BERT model."""
 
 

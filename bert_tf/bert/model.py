@@ -1,26 +1,13 @@
-"""`BertModel`: the BERT encoder (embeddings, transformer stack, pooler), without heads, and the
-input convention every model of bert_tf shares (`ENCODER_INPUTS`, `check_inputs`)."""
+"""`BertModel`: the BERT encoder (embeddings, transformer stack, pooler), without heads."""
 
 import keras
 
-from bert_tf.config import BertConfig
+from bert_tf.bert.config import BertConfig
 from bert_tf.layers.checkpoint_names import dense_variables
 from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 from bert_tf.layers.pooler import Pooler
 from bert_tf.layers.transformer_encoder import TransformerEncoder
-
-ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
-
-
-def check_inputs(inputs, names, model_name):
-    """Fails clearly when a feature the model needs is missing from the input dict."""
-    if not isinstance(inputs, dict):
-        raise TypeError(f"{model_name} takes a dict of features {list(names)}, got {type(inputs).__name__}")
-    missing = [name for name in names if name not in inputs]
-    if missing:
-        raise KeyError(
-            f"{model_name}: input dict lacks {', '.join(missing)} (has {', '.join(sorted(inputs))})"
-        )
 
 
 class BertModel(keras.Model):
