@@ -2,12 +2,11 @@
 tokenizer and special tokens (google-research/electra tokenizes with BERT's code)."""
 
 from bert_tf import families, tokenization
-from bert_tf.bert.family import SPECIAL_TOKENS
 from bert_tf.electra.model import ElectraModel
 
 FAMILY = families.Family(
     name="electra",
     encoder=ElectraModel,
     tokenizer=tokenization.FullTokenizer,
-    special_tokens=SPECIAL_TOKENS,
+    special_tokens=tokenization.FullTokenizer.special_tokens,
 )

@@ -17,7 +17,7 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import files, squad_eval, squad_predictions, tokenization
+from bert_tf import families, files, squad_eval, squad_predictions, tokenization
 from bert_tf.data import squad as squad_data
 from bert_tf.layers.heads import SpanHead
 from bert_tf.models import BertTaskModel
@@ -167,7 +167,7 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
     validate_flags(config, options, do_train, do_predict)
     output_dir = options.output_dir
     tf.io.gfile.makedirs(output_dir)
-    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
     task = SquadTask(options.max_seq_length, options.version_2_with_negative)
     convert = functools.partial(
         squad_data.convert_examples_to_features, tokenizer=tokenizer,
