@@ -332,8 +332,9 @@ class InstanceMaker:
             cand = list(range(1, sep_a))
             cand += range(sep_a + 1, n - 1)
             is_cont = self.is_continuation
-            # A word starts at every non-"##" piece (and at the first candidate). [SEP] is no
-            # boundary: a "##" piece right after it joins the last word of A, as in the original.
+            # A word starts at every piece that continues none (WordPiece: no "##"), and at the
+            # first candidate. [SEP] is no boundary: a continuing piece right after it joins the
+            # last word of A, as in the original.
             starts = [i for i, p in enumerate(cand) if not is_cont[ids[p]]]
             if not starts or starts[0]:
                 starts.insert(0, 0)
