@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from bert_tf import families, tokenization
+from bert_tf import families, feature_extraction, tokenization
 from bert_tf.data import conll, instances, pairs, squad
-from bert_tf import feature_extraction
 from bert_tf.families import SpecialTokens
 
 WORDPIECE = tokenization.WORDPIECE_SPECIAL_TOKENS
