@@ -78,6 +78,20 @@ class SpecialTokens:
             return token.startswith(self.continuation_prefix)
         return not token.startswith(self.word_start_prefix)
 
+    def detokenize(self, tokens):
+        """The text of word pieces `tokens` (list of str), words separated by one space.
+
+        WordPiece: run_squad.py's `" ".join(tokens)` with " ##" then "##" removed (so a "##"
+        inside a piece goes too, as there). Word-start prefixes: the pieces joined, each prefix
+        a space.
+        """
+        if self.continuation_prefix is not None:
+            prefix = self.continuation_prefix
+            text = " ".join(tokens).replace(" " + prefix, "").replace(prefix, "")
+        else:
+            text = "".join(tokens).replace(self.word_start_prefix, " ")
+        return " ".join(text.split())
+
 
 class UnknownFamilyError(ValueError):
     """A `model_type` no package of bert_tf provides."""

@@ -516,10 +516,13 @@ class FastTokenizer:
 
     Attributes:
       vocab: dict token -> id; inv_vocab: dict id -> token.
+      special_tokens: WordPiece's, as FullTokenizer's (class attribute).
       full_tokenizer: the pure-Python FullTokenizer used for texts the graph flags.
       module: the in-graph TokenizerModule (tf.Module), in its tensorflow-text mode
         (core_ops=False).
     """
+
+    special_tokens = tokenization.WORDPIECE_SPECIAL_TOKENS
 
     def __init__(self, vocab_file, do_lower_case=True, batch_size=_BATCH_TEXTS, num_threads=None,
                  ascii_lane=True):

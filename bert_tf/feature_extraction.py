@@ -37,7 +37,8 @@ import numpy as np
 from absl import logging
 
 from bert_tf import files
-from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN, pad_to, pair_tokens
+from bert_tf.data.pairs import pad_to, pair_tokens
+from bert_tf.tokenization import special_tokens_of
 
 NUM_LOGGED_EXAMPLES = 5
 # The original's pair rule: greedy, so the last " ||| " splits; spaces required on both sides.
@@ -124,10 +125,11 @@ def convert_examples_to_features(examples, seq_length, tokenizer):
       list of InputFeatures, one per example, in order.
     """
     features = []
+    special = special_tokens_of(tokenizer)
     for index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-        tokens, type_ids = pair_tokens(tokens_a, tokens_b, seq_length)
+        tokens, type_ids = pair_tokens(tokens_a, tokens_b, seq_length, special)
         input_ids = tokenizer.convert_tokens_to_ids(tokens)
         feature = InputFeatures(
             unique_id=example.unique_id,
@@ -178,11 +180,12 @@ def check_max_seq_length(max_seq_length, config, flag="--max_seq_length"):
 
 
 def check_vocab_has_special_tokens(tokenizer, vocab_file):
-    missing = [t for t in (CLS_TOKEN, SEP_TOKEN) if t not in tokenizer.vocab]
+    special = special_tokens_of(tokenizer)
+    missing = [t for t in (special.cls, special.sep) if t not in tokenizer.vocab]
     if missing:
         raise FeatureExtractionError(
             f"--vocab_file={vocab_file}: no {' or '.join(missing)} entry; every input is laid "
-            "out as [CLS] a [SEP] (b [SEP])")
+            f"out as {special.cls} a {special.sep} (b {special.sep})")
 
 
 def build_model(config, init_checkpoint, mixed_precision="none"):
@@ -531,7 +534,7 @@ def run_extract_features(options, strategy=None):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from bert_tf import families
-    from bert_tf.tokenization import FullTokenizer, VocabError
+    from bert_tf.tokenization import VocabError
 
     config = families.read_config(options.bert_config_file)
     layer_indexes = parse_layer_indexes(options.layers, config.num_hidden_layers)
@@ -540,7 +543,8 @@ def run_extract_features(options, strategy=None):
         raise FeatureExtractionError(f"--batch_size={options.batch_size}: must be positive")
     examples = read_examples(options.input_file)
     try:
-        tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
+        tokenizer = families.of(config).tokenizer(options.vocab_file,
+                                                  do_lower_case=options.do_lower_case)
     except VocabError as e:
         raise FeatureExtractionError(f"--vocab_file={options.vocab_file}: {e}") from None
     check_vocab_has_special_tokens(tokenizer, options.vocab_file)

@@ -3,7 +3,9 @@
 Same public surface as the original, so code written against it ports by changing the import:
 `FullTokenizer`, `BasicTokenizer`, `WordpieceTokenizer`, `load_vocab`, `convert_to_unicode`,
 `printable_text`, `convert_by_vocab`, `convert_tokens_to_ids`, `convert_ids_to_tokens`,
-`whitespace_tokenize`, `validate_case_matches_checkpoint`.
+`whitespace_tokenize`, `validate_case_matches_checkpoint`. Ours adds `WORDPIECE_SPECIAL_TOKENS`
+(a `FullTokenizer`'s `special_tokens`: [CLS], [SEP], ... and the "##" word-boundary rule, which
+the data code reads instead of naming them) and `special_tokens_of`.
 
 This module is pure Python and does not import TensorFlow (the data pipeline imports it and wants
 a small memory footprint); a vocab path with a URL scheme (`gs://...`) is read through
@@ -31,6 +33,8 @@ import collections
 import re
 import unicodedata
 
+from bert_tf.families import SpecialTokens
+
 __all__ = [
     "FullTokenizer",
     "BasicTokenizer",
@@ -44,9 +48,15 @@ __all__ = [
     "convert_ids_to_tokens",
     "whitespace_tokenize",
     "validate_case_matches_checkpoint",
+    "WORDPIECE_SPECIAL_TOKENS",
+    "special_tokens_of",
 ]
 
-UNK_TOKEN = "[UNK]"
+# WordPiece's special tokens (BERT's vocab files; ELECTRA's are BERT's); a piece that
+# continues a word starts with "##" (step 7 below).
+WORDPIECE_SPECIAL_TOKENS = SpecialTokens(
+    cls="[CLS]", sep="[SEP]", mask="[MASK]", pad="[PAD]", unk="[UNK]", continuation_prefix="##")
+UNK_TOKEN = WORDPIECE_SPECIAL_TOKENS.unk
 MAX_INPUT_CHARS_PER_WORD = 200
 
 # Released checkpoints whose directory name says how their vocab was cased.
@@ -363,6 +373,9 @@ class WordpieceTokenizer:
 class FullTokenizer:
     """BasicTokenizer then WordpieceTokenizer, with the original's interface.
 
+    `special_tokens` (class attribute): `WORDPIECE_SPECIAL_TOKENS`, the tokens the data code
+    lays out ([CLS], [SEP], ...) and the word-boundary rule of the pieces ("##").
+
     Args:
       vocab_file: path of a vocab file (one token per line).
       do_lower_case: lower-case and strip accents (uncased models) or not (cased models).
@@ -371,6 +384,8 @@ class FullTokenizer:
       cache_size: how many distinct words (and, separately, word pieces) to memoize; 0
         disables the memos. They only change speed, never output.
     """
+
+    special_tokens = WORDPIECE_SPECIAL_TOKENS
 
     def __init__(self, vocab_file, do_lower_case=True, cache_size=200_000, strip_accents=True):
         self.vocab = load_vocab(vocab_file)
@@ -439,3 +454,12 @@ class FullTokenizer:
 
     def convert_ids_to_tokens(self, ids):
         return convert_by_vocab(self.inv_vocab, ids)
+
+
+def special_tokens_of(tokenizer):
+    """The `SpecialTokens` of `tokenizer`: its `special_tokens`, else WordPiece's.
+
+    A tokenizer without the attribute is google-research/bert's own `FullTokenizer` (the tests
+    and their scripts compare our data code with the original's on it), which is WordPiece.
+    """
+    return getattr(tokenizer, "special_tokens", WORDPIECE_SPECIAL_TOKENS)

@@ -605,10 +605,11 @@ class _Converter:
         self.label_map = (None if label_list is None
                           else {label: i for i, label in enumerate(label_list)})
         vocab = tokenizer.vocab
-        missing = [t for t in ("[CLS]", "[SEP]") if t not in vocab]
+        special = tokenization.special_tokens_of(tokenizer)
+        missing = [t for t in (special.cls, special.sep) if t not in vocab]
         if missing:
             raise ClassifierDataError(f"the vocab has no {' or '.join(missing)} token")
-        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self.cls_id, self.sep_id = vocab[special.cls], vocab[special.sep]
 
     def ids(self, example):
         """(unpadded input_ids, number of segment-0 tokens) of a real example."""

@@ -33,7 +33,8 @@ import os
 import re
 
 from bert_tf import files
-from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN, pad_to
+from bert_tf.data.pairs import pad_to
+from bert_tf.tokenization import special_tokens_of
 
 OUTSIDE = "O"
 DOCSTART = "-DOCSTART-"
@@ -215,7 +216,8 @@ def sentence_windows(words, word_label_ids, tokenizer, max_seq_length, doc_strid
 
     Args:
       words: list of str; word_label_ids: list of int (one per word), or None to tag.
-      tokenizer: FullTokenizer (tokenize, convert_tokens_to_ids).
+      tokenizer: FullTokenizer (tokenize, convert_tokens_to_ids; its `special_tokens` name
+        [CLS] and [SEP]).
       max_seq_length: positions per record; doc_stride: pieces between window starts.
     Returns:
       list of Window (at least one, even for a sentence without pieces).
@@ -232,10 +234,11 @@ def sentence_windows(words, word_label_ids, tokenizer, max_seq_length, doc_strid
     for position in first_piece:
         if position is not None:
             predicted_in[position] = _max_context_window(spans, position)
-    cls_id, sep_id = tokenizer.convert_tokens_to_ids([CLS_TOKEN, SEP_TOKEN])
+    special = special_tokens_of(tokenizer)
+    cls_id, sep_id = tokenizer.convert_tokens_to_ids([special.cls, special.sep])
     windows = []
     for index, (start, length) in enumerate(spans):
-        tokens = [CLS_TOKEN] + pieces[start:start + length] + [SEP_TOKEN]
+        tokens = [special.cls] + pieces[start:start + length] + [special.sep]
         ids = [cls_id] + tokenizer.convert_tokens_to_ids(pieces[start:start + length]) + [sep_id]
         labels, weights, word_ids = [0], [0.0], [-1]
         for position in range(start, start + length):

@@ -29,10 +29,12 @@ import array
 import numpy as np
 
 from bert_tf.data.documents import Corpus, DataError, id_typecode  # noqa: F401  (re-exported)
+from bert_tf.tokenization import WORDPIECE_SPECIAL_TOKENS
 
-CLS_TOKEN = "[CLS]"
-SEP_TOKEN = "[SEP]"
-MASK_TOKEN = "[MASK]"
+# BERT's tokens ([CLS], [SEP], [MASK]), which the pipeline's vocab check names.
+CLS_TOKEN = WORDPIECE_SPECIAL_TOKENS.cls
+SEP_TOKEN = WORDPIECE_SPECIAL_TOKENS.sep
+MASK_TOKEN = WORDPIECE_SPECIAL_TOKENS.mask
 
 
 class InstanceStore:
@@ -150,17 +152,22 @@ class InstanceMaker:
       max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq,
       do_whole_word_mask: the flags of the same names.
       rng: the `random.Random(random_seed)` every choice is drawn from.
+      special_tokens: the tokenizer's `SpecialTokens` (`tokenization.special_tokens_of`): its
+        cls, sep and mask, and the word-boundary rule of whole-word masking; WordPiece's by
+        default (BERT's).
     """
 
     def __init__(self, vocab, max_seq_length, short_seq_prob, masked_lm_prob,
-                 max_predictions_per_seq, do_whole_word_mask, rng):
-        for token in (CLS_TOKEN, SEP_TOKEN, MASK_TOKEN):
+                 max_predictions_per_seq, do_whole_word_mask, rng,
+                 special_tokens=WORDPIECE_SPECIAL_TOKENS):
+        special = special_tokens
+        for token in (special.cls, special.sep, special.mask):
             if token not in vocab:
                 raise DataError(f"the vocab has no {token} entry; pretraining data needs "
-                                f"{CLS_TOKEN}, {SEP_TOKEN} and {MASK_TOKEN}")
-        self.cls_id = vocab[CLS_TOKEN]
-        self.sep_id = vocab[SEP_TOKEN]
-        self.mask_id = vocab[MASK_TOKEN]
+                                f"{special.cls}, {special.sep} and {special.mask}")
+        self.cls_id = vocab[special.cls]
+        self.sep_id = vocab[special.sep]
+        self.mask_id = vocab[special.mask]
         self.vocab_word_ids = list(vocab.values())
         self.max_seq_length = max_seq_length
         self.max_num_tokens = max_seq_length - 3  # [CLS] A [SEP] B [SEP]
@@ -169,10 +176,11 @@ class InstanceMaker:
         self.max_predictions_per_seq = max_predictions_per_seq
         self.do_whole_word_mask = do_whole_word_mask
         size = max(vocab.values()) + 1
-        # Whole-word masking glues a "##" piece to the word before it.
+        # Whole-word masking glues a piece that continues a word (WordPiece: "##") to the word
+        # before it.
         self.is_continuation = bytearray(size)
         for token, i in vocab.items():
-            if token.startswith("##"):
+            if special.is_continuation(token):
                 self.is_continuation[i] = 1
         self._num_to_predict = [self.num_to_predict(n) for n in range(max_seq_length + 1)]
         self.rng = rng
@@ -324,8 +332,9 @@ class InstanceMaker:
             cand = list(range(1, sep_a))
             cand += range(sep_a + 1, n - 1)
             is_cont = self.is_continuation
-            # A word starts at every non-"##" piece (and at the first candidate). [SEP] is no
-            # boundary: a "##" piece right after it joins the last word of A, as in the original.
+            # A word starts at every piece that continues none (WordPiece: no "##"), and at the
+            # first candidate. [SEP] is no boundary: a continuing piece right after it joins the
+            # last word of A, as in the original.
             starts = [i for i, p in enumerate(cand) if not is_cont[ids[p]]]
             if not starts or starts[0]:
                 starts.insert(0, 0)

@@ -12,17 +12,17 @@ Importing this module does not import TensorFlow.
 """
 
 from bert_tf.data.classifier import truncate_lengths
-
-CLS_TOKEN = "[CLS]"
-SEP_TOKEN = "[SEP]"
+from bert_tf.tokenization import WORDPIECE_SPECIAL_TOKENS
 
 
-def pair_tokens(tokens_a, tokens_b, max_seq_length):
+def pair_tokens(tokens_a, tokens_b, max_seq_length, special_tokens=WORDPIECE_SPECIAL_TOKENS):
     """The laid-out tokens of one example (inputs are not modified).
 
     Args:
       tokens_a: list of word pieces; tokens_b: list or None (empty = no b).
       max_seq_length: int >= 3.
+      special_tokens: the tokenizer's `SpecialTokens` (`tokenization.special_tokens_of`),
+        whose `cls` and `sep` stand for [CLS] and [SEP]; by default WordPiece's.
     Returns:
       (tokens, segment_ids): lists of the same length <= max_seq_length, unpadded.
     """
@@ -31,10 +31,11 @@ def pair_tokens(tokens_a, tokens_b, max_seq_length):
         tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
     else:
         tokens_a, tokens_b = tokens_a[:max_seq_length - 2], []
-    tokens = [CLS_TOKEN, *tokens_a, SEP_TOKEN]
+    cls, sep = special_tokens.cls, special_tokens.sep
+    tokens = [cls, *tokens_a, sep]
     segment_ids = [0] * len(tokens)
     if tokens_b:
-        tokens += [*tokens_b, SEP_TOKEN]
+        tokens += [*tokens_b, sep]
         segment_ids += [1] * (len(tokens_b) + 1)
     return tokens, segment_ids
 

@@ -16,11 +16,13 @@ Reading (`read_squad_examples`):
     span (-1, -1) and answer text "". Prediction never reads answers.
 
 Features (`convert_examples_to_features`): the query is cut to `max_query_length` pieces, each
-word is WordPiece-tokenized, the training answer is narrowed to the tightest piece span equal to
-the tokenized answer, the document is cut into windows of `max_seq_length - len(query) - 3`
-pieces advanced by `min(window, doc_stride)`, and each window becomes one feature
-`[CLS] query [SEP] window [SEP]` with a `unique_id` counting from 1000000000. A training answer
-not entirely inside a window (and every impossible question) gets start = end = 0.
+word is tokenized (WordPiece for BERT), the training answer is narrowed to the tightest piece
+span equal to the tokenized answer, the document is cut into windows of
+`max_seq_length - len(query) - 3` pieces advanced by `min(window, doc_stride)`, and each window
+becomes one feature `[CLS] query [SEP] window [SEP]` with a `unique_id` counting from
+1000000000. A training answer not entirely inside a window (and every impossible question) gets
+start = end = 0. [CLS], [SEP] and the word-boundary rule of the answer narrowing are the
+tokenizer's (its `special_tokens`); every piece belongs to the word it was tokenized from.
 
 Where we differ from the original, each time where it crashes, hangs or silently goes wrong:
   - a file that is not SQuAD JSON, a question without id / question / answers, an answer without
@@ -56,6 +58,7 @@ from absl import logging
 from bert_tf import tokenization
 from bert_tf.data.features import Int64EntryHeads, varint
 from bert_tf.data.writer import RoundRobinRecordWriter
+from bert_tf.tokenization import special_tokens_of
 
 __all__ = [
     "SquadDataError",
@@ -310,11 +313,22 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_ans
     equal the tokenized answer (first by start, then longest); else the span unchanged.
 
     E.g. the word "(1895-1943)." for the answer "1895" becomes the single piece "1895".
+
+    The tokenizer's word-boundary rule: where pieces mark a word's START (SentencePiece's "▁",
+    byte-level BPE's "Ġ"), the answer tokenized alone starts a word, which inside a context word
+    it need not ("(1895-1943)." -> "▁(", "1895", ...), so its first piece also matches without
+    the mark (a lone mark piece dropped). WordPiece's "##" needs no such rule: BasicTokenizer
+    makes punctuation-split parts words of their own, so there it is the original's test.
     """
-    target = " ".join(tokenizer.tokenize(orig_answer_text))
+    answer_tokens = tokenizer.tokenize(orig_answer_text)
+    targets = {" ".join(answer_tokens)}
+    prefix = special_tokens_of(tokenizer).word_start_prefix
+    if prefix and answer_tokens and answer_tokens[0].startswith(prefix):
+        inside_word = [answer_tokens[0][len(prefix):], *answer_tokens[1:]]
+        targets.add(" ".join(inside_word if inside_word[0] else inside_word[1:]))
     for new_start in range(input_start, input_end + 1):
         for new_end in range(input_end, new_start - 1, -1):
-            if " ".join(doc_tokens[new_start:new_end + 1]) == target:
+            if " ".join(doc_tokens[new_start:new_end + 1]) in targets:
                 return new_start, new_end
     return input_start, input_end
 
@@ -323,7 +337,7 @@ class _Document:
     """One paragraph's pieces, shared by all its questions and their features.
 
     Attributes:
-      tokens: list of str, every word's WordPiece tokens in order (the original's
+      tokens: list of str, every word's word pieces in order (the original's
         `all_doc_tokens`).
       ids: list of int, their ids.
       tok_to_orig_index: array of int, the word of each piece.
@@ -363,7 +377,8 @@ class InputFeatures:
 
     Attributes (the original's):
       unique_id, example_index, doc_span_index: int.
-      tokens: list of str, `[CLS] query [SEP] window [SEP]` (unpadded).
+      tokens: list of str, `[CLS] query [SEP] window [SEP]` (unpadded; [CLS] and [SEP] are the
+        tokenizer's `special_tokens.cls` / `.sep`).
       token_to_orig_map: dict output position -> word index, for the window's pieces, in order.
       token_is_max_context: dict output position -> bool, same keys.
       input_ids, input_mask, segment_ids: lists of max_seq_length ints.
@@ -375,15 +390,17 @@ class InputFeatures:
       document: the shared `_Document`.
       best_span: the shared list of `max_context_spans` of this example's windows.
       query_ids, query_tokens: the (cut) query's piece ids and pieces, shared by the windows.
+      special_tokens: the tokenizer's `SpecialTokens` (shared).
     """
 
     __slots__ = ("unique_id", "example_index", "doc_span_index", "start_position",
                  "end_position", "is_impossible", "document", "best_span", "query_ids",
-                 "query_tokens", "doc_start", "doc_length", "max_seq_length", "_cls_sep")
+                 "query_tokens", "doc_start", "doc_length", "max_seq_length", "_cls_sep",
+                 "special_tokens")
 
     def __init__(self, unique_id, example_index, doc_span_index, document, best_span,
                  query_ids, query_tokens, doc_start, doc_length, max_seq_length, cls_sep,
-                 start_position=None, end_position=None, is_impossible=False):
+                 special_tokens, start_position=None, end_position=None, is_impossible=False):
         self.unique_id = unique_id
         self.example_index = example_index
         self.doc_span_index = doc_span_index
@@ -395,6 +412,7 @@ class InputFeatures:
         self.doc_length = doc_length
         self.max_seq_length = max_seq_length
         self._cls_sep = cls_sep
+        self.special_tokens = special_tokens
         self.start_position = start_position
         self.end_position = end_position
         self.is_impossible = is_impossible
@@ -410,9 +428,9 @@ class InputFeatures:
 
     @property
     def tokens(self):
-        s = self.doc_start
-        return (["[CLS]"] + self.query_tokens + ["[SEP]"] +
-                self.document.tokens[s:s + self.doc_length] + ["[SEP]"])
+        s, special = self.doc_start, self.special_tokens
+        return ([special.cls] + self.query_tokens + [special.sep] +
+                self.document.tokens[s:s + self.doc_length] + [special.sep])
 
     @property
     def token_to_orig_map(self):
@@ -494,7 +512,9 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     Args:
       examples: list of SquadExample (training examples are pre-shuffled by the caller, as the
         original does with `random.Random(12345)`).
-      tokenizer: a FullTokenizer (ours or the original's).
+      tokenizer: a FullTokenizer (ours or the original's): `tokenize`, `convert_tokens_to_ids`,
+        `inv_vocab`; its `special_tokens` (`tokenization.special_tokens_of`) give the window's
+        [CLS] and [SEP] and the word-boundary rule of the answer alignment.
       max_seq_length, doc_stride, max_query_length: the run_squad.py flags (384, 128, 64).
       is_training: set start/end positions (0 for an answer outside the window, or impossible).
       output_fn: called with each InputFeatures, unique_id counting from 1000000000.
@@ -502,8 +522,9 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     The first 20 examples' features are logged as the original logs them.
     """
     check_feature_settings(max_seq_length, doc_stride, max_query_length)
+    special = special_tokens_of(tokenizer)
     try:
-        cls_sep = tuple(tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"]))
+        cls_sep = tuple(tokenizer.convert_tokens_to_ids([special.cls, special.sep]))
     except KeyError as e:
         raise ValueError(f"the vocab has no {e.args[0]} token, which SQuAD features need") \
             from None
@@ -545,8 +566,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
                     end_position = tok_end - doc_start + len(query_ids) + 2
             feature = InputFeatures(
                 unique_id, example_index, doc_span_index, document, best_span, query_ids,
-                query_tokens, doc_start, doc_length, max_seq_length, cls_sep, start_position,
-                end_position, example.is_impossible)
+                query_tokens, doc_start, doc_length, max_seq_length, cls_sep, special,
+                start_position, end_position, example.is_impossible)
             if example_index < NUM_LOGGED_EXAMPLES:
                 _log_feature(feature, example, is_training)
             output_fn(feature)

@@ -224,7 +224,8 @@ def _allow_open_files(count):
 
 
 def load_tokenizer(options):
-    """The WordPiece tokenizer of the flags; DataError naming the vocab file on a problem."""
+    """The WordPiece tokenizer of the flags (BERT's, as ELECTRA's family says); DataError naming
+    the vocab file on a problem."""
     try:
         tokenizer = tokenization.FullTokenizer(
             options.vocab_file, do_lower_case=options.do_lower_case,
@@ -233,10 +234,12 @@ def load_tokenizer(options):
         raise DataError(f"--vocab-file: {e}") from None
     except OSError as e:
         raise DataError(f"--vocab-file: cannot read {options.vocab_file!r}: {e.strerror or e}") from None
-    for token in ("[CLS]", "[SEP]"):
+    special = tokenizer.special_tokens
+    for token in (special.cls, special.sep):
         if token not in tokenizer.vocab:
             raise DataError(f"--vocab-file: {options.vocab_file!r} has no {token} entry; every "
-                            "example starts with [CLS] and ends its segments with [SEP]")
+                            f"example starts with {special.cls} and ends its segments with "
+                            f"{special.sep}")
     return tokenizer
 
 
@@ -253,8 +256,9 @@ def write_examples(job_id, options, seed, rename=True, tokenizer=None):
     rng = random.Random(seed + job_id)
     _log(job_id, "Creating example writer")
     tokenizer = tokenizer or load_tokenizer(options)
+    special = tokenization.special_tokens_of(tokenizer)
     encoder = ExampleEncoder(options.max_seq_length, max(tokenizer.vocab.values()) + 1,
-                             tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"])
+                             tokenizer.vocab[special.cls], tokenizer.vocab[special.sep])
     builder = ExampleBuilder(options.max_seq_length, rng)
     tokenize = tokenizer.tokenize_to_ids
     blanks_separate_docs = options.blanks_separate_docs

@@ -3,7 +3,6 @@ tokenizer and special tokens (google-research/electra tokenizes with BERT's code
 
 from bert_tf import families, tokenization
 from bert_tf.bert.config import BertConfig
-from bert_tf.bert.family import SPECIAL_TOKENS
 from bert_tf.electra.model import ElectraModel
 
 FAMILY = families.Family(
@@ -11,5 +10,5 @@ FAMILY = families.Family(
     config=BertConfig,
     encoder=ElectraModel,
     tokenizer=tokenization.FullTokenizer,
-    special_tokens=SPECIAL_TOKENS,
+    special_tokens=tokenization.FullTokenizer.special_tokens,
 )

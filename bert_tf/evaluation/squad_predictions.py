@@ -269,15 +269,10 @@ _BLOCK_EXAMPLES = 256
 _CHUNK = 64
 
 
-def _detokenize(tok_tokens):
-    text = " ".join(tok_tokens)
-    text = text.replace(" ##", "").replace("##", "")
-    return " ".join(text.strip().split())
-
-
 def compute_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
                         do_lower_case, version_2_with_negative=False,
-                        null_score_diff_threshold=0.0, verbose_logging=False):
+                        null_score_diff_threshold=0.0, verbose_logging=False,
+                        special_tokens=tokenization.WORDPIECE_SPECIAL_TOKENS):
     """The three outputs of `write_predictions`, as dicts (qas_id keys in example order).
 
     Returns:
@@ -292,7 +287,8 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
         result_of[int(result.unique_id)] = result
     output = ({}, {}, {})
     predict = _ExamplePredictor(n_best_size, do_lower_case, version_2_with_negative,
-                                null_score_diff_threshold, _FinalText(verbose_logging), output)
+                                null_score_diff_threshold, _FinalText(verbose_logging), output,
+                                special_tokens)
     # Examples in blocks: numpy works on all windows of a block at once, memory stays bounded.
     for block_start in range(0, len(all_examples), _BLOCK_EXAMPLES):
         examples = all_examples[block_start:block_start + _BLOCK_EXAMPLES]
@@ -348,8 +344,9 @@ class _ExamplePredictor:
     """The n-best list, prediction and null odds of one example, into `output` dicts."""
 
     def __init__(self, n_best_size, do_lower_case, version_2_with_negative,
-                 null_score_diff_threshold, final_text, output):
+                 null_score_diff_threshold, final_text, output, special_tokens):
         self.n_best_size = n_best_size
+        self.detokenize = special_tokens.detokenize
         self.do_lower_case = do_lower_case
         self.version_2 = version_2_with_negative
         self.threshold = null_score_diff_threshold
@@ -393,7 +390,7 @@ class _ExamplePredictor:
                 if len(nbest) >= n_best_size:
                     break
                 pieces, base, word_of = texts[window]
-                tok_text = _detokenize(pieces[base + start:base + end + 1])
+                tok_text = self.detokenize(pieces[base + start:base + end + 1])
                 first, last = word_of[base + start], word_of[base + end]
                 text = self.final_text.of_words(
                     tok_text, example.doc_tokens[first:last + 1], self.do_lower_case)
@@ -486,7 +483,8 @@ def _dumps_indent4(obj):
 def write_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
                       do_lower_case, output_prediction_file, output_nbest_file,
                       output_null_log_odds_file, version_2_with_negative=False,
-                      null_score_diff_threshold=0.0, verbose_logging=False):
+                      null_score_diff_threshold=0.0, verbose_logging=False,
+                      special_tokens=tokenization.WORDPIECE_SPECIAL_TOKENS):
     """Writes predictions.json, nbest_predictions.json and (2.0) null_odds.json.
 
     Args:
@@ -497,6 +495,8 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
       n_best_size, max_answer_length, do_lower_case, version_2_with_negative,
       null_score_diff_threshold, verbose_logging: the run_squad.py flags (20, 30, -, False,
         0.0, False).
+      special_tokens: the tokenizer's `SpecialTokens`, whose `detokenize` joins a span's
+        pieces (WordPiece's by default: run_squad.py's " ##" rule).
       output_*_file: paths; each is written whole or not at all (`files.write_atomic`).
 
     Returns:
@@ -509,7 +509,7 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
     logging.info("Writing nbest to: %s" % output_nbest_file)
     predictions, nbest, null_odds = compute_predictions(
         all_examples, all_features, all_results, n_best_size, max_answer_length, do_lower_case,
-        version_2_with_negative, null_score_diff_threshold, verbose_logging)
+        version_2_with_negative, null_score_diff_threshold, verbose_logging, special_tokens)
     files.write_atomic(output_prediction_file, _dumps_indent4(predictions) + "\n")
     files.write_atomic(output_nbest_file, _dumps_indent4(nbest) + "\n")
     if version_2_with_negative:

@@ -38,11 +38,10 @@ where that piece has the most context. A word without pieces has no tag position
 import tensorflow as tf
 
 from bert_tf import tokenization
-from bert_tf.data.pairs import CLS_TOKEN, SEP_TOKEN
 from bert_tf.fast_tokenization import TokenizerModule
-from bert_tf.training.padding import padded_length
 from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
+from bert_tf.training.padding import padded_length
 
 
 def truncated_lengths(len_a, len_b, max_length):
@@ -128,7 +127,9 @@ class ServingInputs(tf.Module):
     def __init__(self, vocab, do_lower_case=True, max_seq_length=128, doc_stride=128,
                  tokenizer=None, dynamic_padding=True, name="serving_inputs"):
         super().__init__(name=name)
-        missing = [t for t in (CLS_TOKEN, SEP_TOKEN) if t not in vocab]
+        # The in-graph tokenizer is WordPiece: its special tokens.
+        special = tokenization.WORDPIECE_SPECIAL_TOKENS
+        missing = [t for t in (special.cls, special.sep) if t not in vocab]
         if missing:
             raise ValueError(f"ServingInputs: the vocab has no {' or '.join(missing)} entry")
         if max_seq_length < 3:
@@ -142,8 +143,8 @@ class ServingInputs(tf.Module):
         # but `tensorflow` (plain `saved_model_cli run` works).
         self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case,
                                                       core_ops=True)
-        self.cls_id = int(vocab[CLS_TOKEN])
-        self.sep_id = int(vocab[SEP_TOKEN])
+        self.cls_id = int(vocab[special.cls])
+        self.sep_id = int(vocab[special.sep])
         self._removed = _character_class(_removed)
         self._separators = _character_class(_separator) + "+"
 

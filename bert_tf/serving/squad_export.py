@@ -4,9 +4,12 @@
 docstring for how it reproduces run_squad.py's windows, n-best spans and `get_final_text`).
 """
 
+import re
+
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import tokenization
 from bert_tf.evaluation.squad_predictions import NO_ANSWER_NULL_ODDS
 from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
@@ -222,9 +225,11 @@ class SquadExport(tf.Module):
         """
         text = tf.strings.reduce_join(tf.gather(self.vocab_tokens, pred_ids), axis=1,
                                       separator=" ")
-        # str.replace's left-to-right non-overlapping matches, as RE2's global replace.
-        text = tf.strings.regex_replace(text, " ##", "")
-        return _single_spaced(tf.strings.regex_replace(text, "##", ""))
+        # str.replace's left-to-right non-overlapping matches, as RE2's global replace. The
+        # in-graph tokenizer is WordPiece: its continuation prefix.
+        prefix = re.escape(tokenization.WORDPIECE_SPECIAL_TOKENS.continuation_prefix)
+        text = tf.strings.regex_replace(text, " " + prefix, "")
+        return _single_spaced(tf.strings.regex_replace(text, prefix, ""))
 
     def final_text(self, pred_text, orig_text):
         """run_squad.py's `get_final_text(pred_text, orig_text, do_lower_case)` in graph ops

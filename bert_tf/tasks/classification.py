@@ -15,7 +15,7 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from bert_tf import files, tokenization
+from bert_tf import families, files, tokenization
 from bert_tf.data import classifier as data
 from bert_tf.data.records import records_are_current, records_meta
 from bert_tf.evaluation import classifier_metrics
@@ -262,7 +262,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     processor = data.get_processor(options.task_name, labels=_init_checkpoint_labels(options))
     if do_predict and not processor.test_splits:
         processor.get_test_examples(options.data_dir)  # raises, saying why
-    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
     label_list = processor.get_labels(options.data_dir)
     data_dir, output_dir = options.data_dir, options.output_dir
 

@@ -27,6 +27,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import families
 from bert_tf.electra import masking
 from bert_tf.electra.pretraining import ElectraObjective, ElectraPretrainingModel, electra_loss
 from bert_tf.training.schedule import WarmupLinearDecay
@@ -248,13 +249,15 @@ class ElectraPretrainer(Trainer):
 def objective_from_hparams(hp, vocab):
     """The `ElectraObjective` of `PretrainingHparams` `hp`, with the special ids of `vocab`
     ({token: id}); raises TrainingError naming the vocab file when one is missing."""
-    missing = [t for t in ("[MASK]", "[CLS]", "[SEP]") if t not in vocab]
+    special = families.get("electra").special_tokens
+    missing = [t for t in (special.mask, special.cls, special.sep) if t not in vocab]
     if missing:
         raise TrainingError(f"vocab file {hp.vocab_file}: no {', '.join(missing)} entry (masking "
-                            "needs [MASK], and leaves [CLS] and [SEP] alone)")
+                            f"needs {special.mask}, and leaves {special.cls} and {special.sep} "
+                            "alone)")
     return ElectraObjective(
-        max_predictions_per_seq=hp.max_predictions_per_seq, mask_id=vocab["[MASK]"],
-        cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], mask_prob=hp.mask_prob,
+        max_predictions_per_seq=hp.max_predictions_per_seq, mask_id=vocab[special.mask],
+        cls_id=vocab[special.cls], sep_id=vocab[special.sep], mask_prob=hp.mask_prob,
         electra_objective=hp.electra_objective, electric_objective=hp.electric_objective,
         two_tower_generator=hp.two_tower_generator, uniform_generator=hp.uniform_generator,
         untied_generator_embeddings=hp.untied_generator_embeddings,

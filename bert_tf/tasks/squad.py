@@ -17,7 +17,7 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import files, tokenization
+from bert_tf import families, files, tokenization
 from bert_tf.data import squad as squad_data
 from bert_tf.evaluation import squad_eval, squad_predictions
 from bert_tf.layers.heads import SpanHead
@@ -168,7 +168,7 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
     validate_flags(config, options, do_train, do_predict)
     output_dir = options.output_dir
     tf.io.gfile.makedirs(output_dir)
-    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
     task = SquadTask(options.max_seq_length, options.version_2_with_negative)
     convert = functools.partial(
         squad_data.convert_examples_to_features, tokenizer=tokenizer,
@@ -199,11 +199,11 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
     else:
         out["checkpoint"] = trainer.restore_weights()
     if do_predict:
-        out.update(_predict(trainer, options, convert))
+        out.update(_predict(trainer, options, convert, tokenizer.special_tokens))
     return out
 
 
-def _predict(trainer, options, convert):
+def _predict(trainer, options, convert, special_tokens):
     output_dir = options.output_dir
     examples = _read_examples(options.predict_file, False, options, "predict_file")
     features = []
@@ -232,7 +232,7 @@ def _predict(trainer, options, convert):
         options.do_lower_case, paths["predictions"], paths["nbest_predictions"],
         paths["null_odds"], version_2_with_negative=options.version_2_with_negative,
         null_score_diff_threshold=options.null_score_diff_threshold,
-        verbose_logging=options.verbose_logging)
+        verbose_logging=options.verbose_logging, special_tokens=special_tokens)
     out = {"predictions": paths["predictions"], "eval_results": None}
     with tf.io.gfile.GFile(options.predict_file) as f:
         dataset = json.load(f)

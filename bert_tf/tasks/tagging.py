@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import tokenization
+from bert_tf import families, tokenization
 from bert_tf.data import conll
 from bert_tf.evaluation import tagging_metrics
 from bert_tf.layers.heads import TokenClassifierHead
@@ -274,7 +274,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     options.validate(config)
     output_dir = options.output_dir
     tf.io.gfile.makedirs(output_dir)
-    tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
 
     def windows_of(sentences, labels, split):
         return conll.convert_sentences(sentences, labels, tokenizer, options.max_seq_length,

@@ -1,0 +1,206 @@
+"""Special tokens and word boundaries come from the tokenizer (its family): the WordPiece rule
+of BERT and ELECTRA, and the data code laid out with another tokenizer's tokens and rule (a
+SentencePiece-style toy: `<s>`, `</s>`, words starting with "▁")."""
+
+import random
+import re
+
+import pytest
+
+from bert_tf import families, feature_extraction, tokenization
+from bert_tf.data import conll, instances, pairs, squad
+from bert_tf.families import SpecialTokens
+
+WORDPIECE = tokenization.WORDPIECE_SPECIAL_TOKENS
+SENTENCEPIECE = SpecialTokens(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>", unk="<unk>",
+                              word_start_prefix="▁")
+BYTE_BPE = SpecialTokens(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>", unk="<unk>",
+                         word_start_prefix="Ġ")
+
+
+class ToySentencePiece:
+    """A SentencePiece-style tokenizer: lower-cased words split into runs of letters/digits and
+    single punctuation marks, runs cut into pieces of at most 4 characters, the word's first
+    piece prefixed "▁". Its vocab grows as tokens are converted (ids in order of first sight)."""
+
+    special_tokens = SENTENCEPIECE
+
+    def __init__(self):
+        self.vocab, self.inv_vocab = {}, {}
+        self.convert_tokens_to_ids(["<pad>", "<unk>", "<s>", "</s>", "<mask>"])
+
+    def tokenize(self, text):
+        pieces = []
+        for word in text.lower().split():
+            parts = []
+            for run in re.findall(r"\w+|[^\w\s]", word):
+                parts += [run[i:i + 4] for i in range(0, len(run), 4)]
+            pieces += ["▁" + parts[0], *parts[1:]]
+        return pieces
+
+    def convert_tokens_to_ids(self, tokens):
+        for token in tokens:
+            if token not in self.vocab:
+                self.vocab[token] = len(self.vocab)
+                self.inv_vocab[self.vocab[token]] = token
+        return [self.vocab[t] for t in tokens]
+
+
+class OriginalLikeTokenizer:
+    """An object with FullTokenizer's interface but no `special_tokens` (google-research/bert's
+    own FullTokenizer, which the tests feed to our data code)."""
+
+
+# -- the rules ----------------------------------------------------------------------------------
+
+def test_wordpiece_rule():
+    assert WORDPIECE.is_continuation("##a")
+    assert not WORDPIECE.is_continuation("a")
+    assert not WORDPIECE.is_continuation("[CLS]")
+    assert (WORDPIECE.cls, WORDPIECE.sep, WORDPIECE.mask, WORDPIECE.pad, WORDPIECE.unk) == (
+        "[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]")
+    assert tokenization.UNK_TOKEN == WORDPIECE.unk
+
+
+@pytest.mark.parametrize("special, mark", [(SENTENCEPIECE, "▁"), (BYTE_BPE, "Ġ")])
+def test_word_start_rules(special, mark):
+    assert not special.is_continuation(mark + "the")
+    assert special.is_continuation("re")
+    assert special.is_continuation("##re")  # "##" means nothing there
+
+
+def test_detokenize():
+    # run_squad.py's rule: " ##" then any "##" removed, spaces collapsed.
+    assert WORDPIECE.detokenize(["un", "##aff", "##able", "x"]) == "unaffable x"
+    assert WORDPIECE.detokenize(["a##b", " c", "##"]) == "ab c"
+    assert SENTENCEPIECE.detokenize(["▁un", "aff", "able", "▁x"]) == "unaffable x"
+    assert BYTE_BPE.detokenize(["Ġun", "aff", "able", "Ġx", "."]) == "unaffable x."
+
+
+def test_families_take_wordpiece_from_their_tokenizer():
+    for name in ("bert", "electra"):
+        family = families.get(name)
+        assert family.tokenizer is tokenization.FullTokenizer
+        assert family.special_tokens is tokenization.FullTokenizer.special_tokens is WORDPIECE
+    assert families.get("bert").special_tokens.is_continuation("##a")
+
+
+def test_special_tokens_of():
+    assert tokenization.special_tokens_of(ToySentencePiece()) is SENTENCEPIECE
+    # A tokenizer without the attribute is the original's: WordPiece.
+    assert tokenization.special_tokens_of(OriginalLikeTokenizer()) is WORDPIECE
+
+
+def test_fast_tokenizer_has_wordpiece_tokens():
+    fast_tokenization = pytest.importorskip("bert_tf.fast_tokenization")
+    assert fast_tokenization.FastTokenizer.special_tokens is WORDPIECE
+
+
+# -- the data code with another tokenizer's tokens ----------------------------------------------
+
+def test_pair_tokens_take_the_given_tokens():
+    tokens, segments = pairs.pair_tokens(["▁a"], ["▁b", "c"], 8, SENTENCEPIECE)
+    assert tokens == ["<s>", "▁a", "</s>", "▁b", "c", "</s>"]
+    assert segments == [0, 0, 0, 1, 1, 1]
+    assert pairs.pair_tokens(["a"], None, 8)[0] == ["[CLS]", "a", "[SEP]"]
+
+
+def test_extract_features_layout():
+    tokenizer = ToySentencePiece()
+    examples = [feature_extraction.InputExample(0, "Hello there", "Yes")]
+    (feature,) = feature_extraction.convert_examples_to_features(examples, 8, tokenizer)
+    assert feature.tokens == ["<s>", "▁hell", "o", "▁ther", "e", "</s>", "▁yes", "</s>"]
+    assert feature.input_ids[0] == tokenizer.vocab["<s>"]
+    feature_extraction.check_vocab_has_special_tokens(tokenizer, "toy")
+
+
+def test_conll_windows():
+    tokenizer = ToySentencePiece()
+    windows = conll.sentence_windows(["Peter", "Blackburn"], [3, 4], tokenizer, 8, 2)
+    (window,) = windows
+    assert window.tokens == ["<s>", "▁pete", "r", "▁blac", "kbur", "n", "</s>"]
+    assert window.input_ids[:7] == tokenizer.convert_tokens_to_ids(window.tokens)
+    assert window.label_ids[:7] == [0, 3, 0, 4, 0, 0, 0]
+
+
+def test_whole_word_masking_follows_the_rule():
+    vocab = {t: i for i, t in enumerate(["<pad>", "<s>", "</s>", "<mask>", "▁the", "re", "##x"])}
+    maker = instances.InstanceMaker(vocab, 16, 0.1, 0.15, 5, True, random.Random(1),
+                                    special_tokens=SENTENCEPIECE)
+    assert (maker.cls_id, maker.sep_id, maker.mask_id) == (1, 2, 3)
+    assert [maker.is_continuation[vocab[t]] for t in ("▁the", "re", "##x")] == [0, 1, 1]
+    with pytest.raises(instances.DataError, match="<mask>"):
+        instances.InstanceMaker({"<s>": 0, "</s>": 1}, 16, 0.1, 0.15, 5, True, random.Random(1),
+                                special_tokens=SENTENCEPIECE)
+
+
+def _features(examples, tokenizer, max_seq_length, doc_stride, is_training=True):
+    out = []
+    squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride, 8,
+                                       is_training, out.append)
+    return out
+
+
+def test_squad_windows_and_answer_with_word_start_pieces():
+    tokenizer = ToySentencePiece()
+    words = "Gauss lived (1777-1855). He was a mathematician of Brunswick".split()
+    # The answer "1777" is inside the word "(1777-1855).": tokenized alone it starts a word
+    # ("▁1777"), in the context it does not ("▁(", "1777", "-", ...).
+    example = squad.SquadExample("q1", "When was he born?", words, "1777", 2, 2)
+    (feature,) = _features([example], tokenizer, 64, 16)
+    tokens = feature.tokens
+    query = tokenizer.tokenize("When was he born?")
+    assert tokens[:len(query) + 2] == ["<s>", *query, "</s>"]
+    assert tokens[-1] == "</s>"
+    assert feature.input_ids[:len(tokens)] == tokenizer.convert_tokens_to_ids(tokens)
+    assert tokens[feature.start_position:feature.end_position + 1] == ["1777"]
+    # Whole words still match as the original's rule does.
+    example = squad.SquadExample("q2", "Where?", words, "of Brunswick", 7, 8)
+    (feature,) = _features([example], tokenizer, 64, 16)
+    assert feature.tokens[feature.start_position:feature.end_position + 1] == [
+        "▁of", "▁brun", "swic", "k"]
+
+
+def test_squad_windows_with_word_start_pieces():
+    tokenizer = ToySentencePiece()
+    words = "Gauss lived (1777-1855). He was a mathematician of Brunswick".split()
+    example = squad.SquadExample("q1", "Born?", words, "mathematician", 6, 6)
+    features = _features([example], tokenizer, 12, 3)
+    assert len(features) > 2
+    query_len = len(tokenizer.tokenize("Born?"))
+    answer = ["▁math", "emat", "icia", "n"]
+    found = 0
+    for feature in features:
+        tokens = feature.tokens
+        assert tokens[0] == "<s>" and tokens[query_len + 1] == "</s>" and tokens[-1] == "</s>"
+        assert tokens.count("<s>") == 1 and tokens.count("</s>") == 2
+        if feature.start_position:
+            found += 1
+            assert tokens[feature.start_position:feature.end_position + 1] == answer
+        else:
+            assert feature.end_position == 0
+    assert found >= 1
+    # Prediction windows too.
+    for feature in _features([squad.SquadExample("q", "Born?", words)], tokenizer, 12, 3,
+                             is_training=False):
+        assert feature.tokens[0] == "<s>" and feature.tokens[-1] == "</s>"
+
+
+def test_squad_wordpiece_narrowing_unchanged():
+    """With WordPiece the answer alone must equal the context pieces exactly (the original):
+    "95" does not match the "##95" of "1895"; the span stays the whole word."""
+
+    class Toy(ToySentencePiece):
+        special_tokens = WORDPIECE
+
+        def tokenize(self, text):
+            return [p if i == 0 else "##" + p
+                    for word in text.lower().split()
+                    for i, p in enumerate(word[j:j + 2] for j in range(0, len(word), 2))]
+
+    tokenizer = Toy()
+    tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
+    doc = tokenizer.tokenize("in 1895 then")
+    assert doc == ["in", "18", "##95", "th", "##en"]
+    assert squad._improve_answer_span(doc, 1, 2, tokenizer, "95") == (1, 2)
+    assert squad._improve_answer_span(doc, 1, 2, tokenizer, "18") == (1, 1)
