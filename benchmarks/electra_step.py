@@ -57,7 +57,7 @@ class Ours:
         import tensorflow as tf
         from bert_tf.electra.config import discriminator_config, generator_config
         from bert_tf.electra.hparams import PretrainingHparams
-        from bert_tf.tasks.electra_pretraining import (
+        from bert_tf.electra.pretraining_task import (
             ElectraOptions, ElectraPretrainer, ElectraPretrainingTask, objective_from_hparams)
 
         hp = PretrainingHparams("bench", data_dir, **hparams)

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.bert.config import BertConfig  # noqa: E402
-from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions  # noqa: E402
+from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions  # noqa: E402
 from tools.original import load_original_module  # noqa: E402
 
 

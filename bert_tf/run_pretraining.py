@@ -54,7 +54,7 @@ def main(argv):
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.bert.config import BertConfig, BertConfigError
     from bert_tf.files import OutputError
-    from bert_tf.tasks.pretraining import PretrainingError, PretrainingOptions, run
+    from bert_tf.bert.pretraining_task import PretrainingError, PretrainingOptions, run
     from bert_tf.training import input_pipeline
     from bert_tf.training.output_lock import OutputDirInUseError
     from bert_tf.training.strategy import StrategyError

@@ -19,7 +19,7 @@ from bert_tf import checkpoints
 from bert_tf.electra.config import discriminator_config, generator_config
 from bert_tf.electra.hparams import PretrainingHparams
 from bert_tf.electra.pretraining import ElectraPretrainingModel, electra_loss
-from bert_tf.tasks.electra_pretraining import ElectraPretrainingTask, objective_from_hparams
+from bert_tf.electra.pretraining_task import ElectraPretrainingTask, objective_from_hparams
 from conftest import load_recorder, shared_random_draws
 from test_training_helpers import assert_close, assert_matches_golden, read_checkpoint
 

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.electra.hparams import PretrainingHparams
-from bert_tf.tasks.electra_pretraining import run
+from bert_tf.electra.pretraining_task import run
 from test_training_helpers import (
     assert_checkpoints_identical, kill_after_checkpoint, read_checkpoint, state_lists,
 )

@@ -51,7 +51,7 @@ class FixedStream:
 
 def trainer(tmp_path, **overrides):
     from bert_tf.bert.config import BertConfig
-    from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+    from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions
 
     args = dict(input_files=["unused"], output_dir=str(tmp_path / "unused"),
                 max_seq_length=16, max_predictions_per_seq=3, train_batch_size=16,
@@ -113,7 +113,7 @@ def test_four_micro_batches_equal_one_batch(tmp_path, optimizer="adamw"):
 
 
 def test_batch_not_divisible_by_accumulation_steps_names_the_flags(tmp_path):
-    from bert_tf.tasks.pretraining import PretrainingError
+    from bert_tf.bert.pretraining_task import PretrainingError
 
     with pytest.raises(PretrainingError,
                        match="--train_batch_size=6.*--gradient_accumulation_steps=4"):

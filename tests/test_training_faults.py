@@ -236,7 +236,7 @@ def test_several_workers_do_not_pass_over_a_damaged_input_position(reference, tm
     """With several workers each has its own input position, so one worker cannot fall back
     alone: the restore of a damaged one is one line saying how to continue."""
     from bert_tf.bert.config import BertConfig
-    from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+    from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions
 
     out = _copy_run(reference, tmp_path)
     latest = out / f"model.ckpt-{TOTAL}"

@@ -150,9 +150,9 @@ print("RESULT " + json.dumps({"checkpoint": checkpoint, "history": history,
       flush=True)
 """
 
-# Pretraining (bert_tf.tasks.pretraining): the arguments are PretrainingOptions.
+# Pretraining (bert_tf.bert.pretraining_task): the arguments are PretrainingOptions.
 DRIVER = _DRIVER_START + r"""
-from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions
 from bert_tf.training import input_pipeline
 options = PretrainingOptions(**args)
 input_pipeline.check_records(options.input_files, options.max_seq_length,
@@ -199,7 +199,7 @@ def run_in_process(args, pretraining=False):
     do_train, do_eval = args.pop("do_train", True), args.pop("do_eval", False)
     if pretraining:
         from bert_tf.training import input_pipeline
-        from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+        from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions
 
         options = PretrainingOptions(**args)
         input_pipeline.check_records(options.input_files, options.max_seq_length,
@@ -477,7 +477,7 @@ def pretraining_key_bias_bounds(tmp_path, args, checkpoints, learning_rates, ext
     `checkpoints`. `kwargs` go to ZeroGradientBounds (slots, first_step)."""
     from bert_tf.checkpoints import load_original_checkpoint
     from bert_tf.bert.config import BertConfig
-    from bert_tf.tasks.pretraining import Pretrainer, PretrainingOptions
+    from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions
     from rounding_bounds import ZeroGradientBounds
 
     args = {k: v for k, v in args.items() if k not in ("do_eval", "do_train")}

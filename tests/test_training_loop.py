@@ -53,7 +53,7 @@ def golden_config():
 
 
 def golden_task():
-    from bert_tf.tasks.pretraining import PretrainingTask
+    from bert_tf.bert.pretraining_task import PretrainingTask
 
     args = golden_args("unused")
     return PretrainingTask(args["max_seq_length"], args["max_predictions_per_seq"])

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.bert.config import BertConfig
-from bert_tf.tasks.pretraining import PretrainingTask
+from bert_tf.bert.pretraining_task import PretrainingTask
 from bert_tf.training import padding
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from rounding_bounds import ZeroGradientBounds

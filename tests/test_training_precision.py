@@ -99,7 +99,7 @@ def test_bf16_and_fp16_train_close_to_float32_with_float32_checkpoints(tmp_path)
     from bert_tf.bert.config import BertConfig
     from bert_tf.bert.pretraining import BertPretrainingModel, pretraining_loss
     from bert_tf.training.input_pipeline import make_dataset
-    from bert_tf.tasks.pretraining import PretrainingOptions, run
+    from bert_tf.bert.pretraining_task import PretrainingOptions, run
     from rounding_bounds import RoundingErrorBounds, assert_within_bounds
     from test_training_loop import golden_args
 

@@ -23,7 +23,7 @@ def read_example(record, key):
 @pytest.mark.slow
 def test_phase_two_from_a_phase_one_checkpoint(tmp_path):
     from bert_tf.bert.config import BertConfig
-    from bert_tf.tasks.pretraining import PretrainingError, PretrainingOptions, run
+    from bert_tf.bert.pretraining_task import PretrainingError, PretrainingOptions, run
 
     config_file = write_config(tmp_path / "bert_config.json", max_position_embeddings=32)
     config = BertConfig.from_json_file(config_file)

@@ -62,7 +62,7 @@ def main(argv=None):
     from bert_tf.electra.hparams import HparamsError, PretrainingHparams
     from bert_tf.electra.pretraining import ElectraError
     from bert_tf.files import OutputError
-    from bert_tf.tasks.electra_pretraining import run
+    from bert_tf.electra.pretraining_task import run
     from bert_tf.training import output_lock, precision
     from bert_tf.training.input_pipeline import InputError
     from bert_tf.training.strategy import (

@@ -337,7 +337,7 @@ def our_trainer(hparams, data_dir, output_dir, draws, init_checkpoint=None):
     3, a step per call, no checkpoint pruning."""
     from bert_tf.electra.config import discriminator_config, generator_config
     from bert_tf.electra.hparams import PretrainingHparams
-    from bert_tf.tasks.electra_pretraining import (
+    from bert_tf.electra.pretraining_task import (
         ElectraOptions, ElectraPretrainer, ElectraPretrainingTask, objective_from_hparams)
 
     hp = PretrainingHparams("m", str(data_dir), **hparams)
