@@ -7,7 +7,7 @@ process:
 
   1. the original's MrpcProcessor + FullTokenizer + file_based_convert_examples_to_features
      (google-research/bert at --original_repo, through tools.original);
-  2. ours: bert_tf.data.classifier's MrpcProcessor + FullTokenizer + write_classifier_records;
+  2. ours: bert_tf.data.classifier_tasks' MrpcProcessor + FullTokenizer + write_classifier_records;
 
 and prints the seconds of the conversion call alone (examples -> TFRecord file), of the whole
 process, the peak RSS, the ratios, and whether the two files hold the same records (parsed
@@ -72,8 +72,9 @@ def worker(args):
     else:
         from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
         from bert_tf.data import classifier  # pylint: disable=g-import-not-at-top
+        from bert_tf.data.classifier_tasks import get_processor  # pylint: disable=g-import-not-at-top
 
-        processor = classifier.get_processor("mrpc")
+        processor = get_processor("mrpc")
         tokenizer = tokenization.FullTokenizer(args.vocab_file, do_lower_case=True)
         examples = processor.get_train_examples(data_dir)
         start, start_cpu = time.perf_counter(), time.process_time()

@@ -11,6 +11,7 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.data import classifier as cls
+from bert_tf.data import classifier_tasks as tasks_lib
 from bert_tf.data import records
 from bert_tf.data.classifier import ClassifierDataError, InputExample, PaddingInputExample
 from conftest import SHARED_DIR
@@ -46,7 +47,7 @@ def write(path, text):
 @pytest.mark.parametrize("task", ["cola", "mrpc", "mnli", "xnli"])
 def test_processor_matches_original(task):
     expected = EXPECTED["processors"][task]
-    processor = cls.get_processor(task.upper())
+    processor = tasks_lib.get_processor(task.upper())
     assert processor.get_labels() == expected["labels"]
     data_dir = str(DATA / task)
     assert as_rows(processor.get_train_examples(data_dir)) == expected["train"]
@@ -71,7 +72,7 @@ def test_mnli_mismatched_splits(tmp_path):
                     + ["entailment"]) + "\n"
     write(tmp_path / "dev_mismatched.tsv", header + row)
     write(tmp_path / "test_mismatched.tsv", header + "\t".join(["9"] + ["s"] * 9) + "\n")
-    processor = cls.get_processor("mnli")
+    processor = tasks_lib.get_processor("mnli")
     assert processor.dev_splits == ("dev_matched", "dev_mismatched")
     assert as_rows(processor.get_dev_examples(str(tmp_path), split="dev_mismatched")) == [
         ["dev_mismatched-7", "premise", "hypo", "entailment"]]
@@ -84,7 +85,7 @@ def test_mnli_mismatched_splits(tmp_path):
 def test_xnli_other_language(tmp_path):
     (tmp_path / "multinli").mkdir()
     write(tmp_path / "multinli" / "multinli.train.de.tsv", "p\th\tl\nein\tzwei\tcontradictory\n")
-    processor = cls.get_processor("xnli", language="de")
+    processor = tasks_lib.get_processor("xnli", language="de")
     assert as_rows(processor.get_train_examples(str(tmp_path))) == [
         ["train-1", "ein", "zwei", "contradiction"]]
     assert as_rows(processor.get_dev_examples(str(DATA / "xnli"))) == []
@@ -126,7 +127,7 @@ def test_glue_layouts(tmp_path, task):
     write(tmp_path / "train.tsv", train)
     write(tmp_path / "dev.tsv", train)
     write(tmp_path / "test.tsv", test)
-    processor = cls.get_processor(task)
+    processor = tasks_lib.get_processor(task)
     assert as_rows(processor.get_train_examples(str(tmp_path))) == [train_row]
     dev_row = ["dev" + train_row[0][5:]] + train_row[1:]
     assert as_rows(processor.get_dev_examples(str(tmp_path))) == [dev_row]
@@ -136,9 +137,9 @@ def test_glue_layouts(tmp_path, task):
 
 
 def test_aliases_and_case():
-    assert cls.get_processor("SST2").task_name == "sst-2"
-    assert cls.get_processor("StsB").task_name == "sts-b"
-    assert cls.get_processor("mrpc", labels=None, language=None).task_name == "mrpc"
+    assert tasks_lib.get_processor("SST2").task_name == "sst-2"
+    assert tasks_lib.get_processor("StsB").task_name == "sts-b"
+    assert tasks_lib.get_processor("mrpc", labels=None, language=None).task_name == "mrpc"
 
 
 def test_qqp_skips_short_rows_with_a_warning(tmp_path, caplog):
@@ -147,20 +148,20 @@ def test_qqp_skips_short_rows_with_a_warning(tmp_path, caplog):
           "improve?\tWhat?\t1\n"
           "4\t5\t6\tA?\tB?\t0\n")
     with caplog.at_level(logging.WARNING):
-        examples = cls.get_processor("qqp").get_train_examples(str(tmp_path))
+        examples = tasks_lib.get_processor("qqp").get_train_examples(str(tmp_path))
     assert as_rows(examples) == [["train-4", "A?", "B?", "0"]]
     assert "skipped 2 rows with fewer than 6 columns (lines 2, 3)" in caplog.text
 
 
 def test_blank_lines_are_skipped_and_keep_row_indices(tmp_path):
     write(tmp_path / "train.tsv", "s\t1\t\tfirst\n\ns\t0\t*\tthird\n")
-    examples = cls.get_processor("cola").get_train_examples(str(tmp_path))
+    examples = tasks_lib.get_processor("cola").get_train_examples(str(tmp_path))
     assert as_rows(examples) == [["train-0", "first", None, "1"], ["train-2", "third", None, "0"]]
 
 
 def test_crlf_line_endings(tmp_path):
     write(tmp_path / "train.tsv", "s\t1\t\tfirst\r\ns\t0\t*\tsecond\r\n")
-    examples = cls.get_processor("cola").get_train_examples(str(tmp_path))
+    examples = tasks_lib.get_processor("cola").get_train_examples(str(tmp_path))
     assert [e.text_a for e in examples] == ["first", "second"]
 
 
@@ -171,7 +172,7 @@ def test_custom_tsv_labels_from_train(tmp_path):
     write(tmp_path / "train.tsv", "id\ttext_a\ttext_b\tlabel\n1\tA \"q\"\tB\tpos\n2\tC\t\tneg\n")
     write(tmp_path / "dev.tsv", "label\ttext_a\nneg\tD\n")
     write(tmp_path / "test.tsv", "text_a\nE\n")
-    processor = cls.get_processor("custom")
+    processor = tasks_lib.get_processor("custom")
     assert processor.get_labels(str(tmp_path)) == ["neg", "pos"]
     assert as_rows(processor.get_train_examples(str(tmp_path))) == [
         ["train-1", 'A "q"', "B", "pos"], ["train-2", "C", "", "neg"]]
@@ -182,7 +183,7 @@ def test_custom_tsv_labels_from_train(tmp_path):
 def test_custom_csv_with_explicit_labels(tmp_path):
     write(tmp_path / "train.csv",
           '\ufefftext_a,label\n"Hello, world",b\n"He said ""hi""\nthen left",a\n')
-    processor = cls.get_processor("custom", labels="b, a,c")
+    processor = tasks_lib.get_processor("custom", labels="b, a,c")
     assert processor.get_labels() == ["b", "a", "c"]
     assert as_rows(processor.get_train_examples(str(tmp_path))) == [
         ["train-1", "Hello, world", None, "b"], ["train-2", 'He said "hi"\nthen left', None, "a"]]
@@ -190,10 +191,10 @@ def test_custom_csv_with_explicit_labels(tmp_path):
 
 def test_custom_errors(tmp_path):
     with pytest.raises(ClassifierDataError, match="names a label twice"):
-        cls.get_processor("custom", labels="a,b,a")
+        tasks_lib.get_processor("custom", labels="a,b,a")
     with pytest.raises(ClassifierDataError, match="non-empty labels"):
-        cls.get_processor("custom", labels="a,,b")
-    processor = cls.get_processor("custom")
+        tasks_lib.get_processor("custom", labels="a,,b")
+    processor = tasks_lib.get_processor("custom")
     with pytest.raises(ClassifierDataError, match="pass --labels"):
         processor.get_labels()
     with pytest.raises(ClassifierDataError, match=r"train.tsv: no such file.*train.tsv or "
@@ -224,20 +225,20 @@ def test_custom_errors(tmp_path):
 def test_unknown_task_lists_known_ones():
     with pytest.raises(ClassifierDataError, match=r"'squad'.*cola, mnli, mrpc, xnli, sst-2.*"
                                                   r"custom \(aliases: sst2, stsb\)"):
-        cls.get_processor("squad")
+        tasks_lib.get_processor("squad")
 
 
 def test_option_for_the_wrong_task():
     with pytest.raises(ClassifierDataError, match=r"--labels does not apply to task 'mrpc' "
                                                   r"\(only to: custom\)"):
-        cls.get_processor("mrpc", labels="a,b")
+        tasks_lib.get_processor("mrpc", labels="a,b")
 
 
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(ClassifierDataError,
                        match=r"dev_matched.tsv: no such file \(task 'mnli' reads its "
                              r"dev_matched split from 'dev_matched.tsv'"):
-        cls.get_processor("mnli").get_dev_examples(str(tmp_path))
+        tasks_lib.get_processor("mnli").get_dev_examples(str(tmp_path))
 
 
 _HEADER10 = "\t".join(f"c{i}" for i in range(10)) + "\n"
@@ -264,7 +265,7 @@ def test_row_errors_name_file_and_line(tmp_path, name):
     task, split, content, message = ROW_ERRORS[name]
     write(tmp_path / f"{split}.tsv", content)
     with pytest.raises(ClassifierDataError, match=message):
-        cls.get_processor(task).get_examples(str(tmp_path), split)
+        tasks_lib.get_processor(task).get_examples(str(tmp_path), split)
 
 
 # --- features ------------------------------------------------------------------------------------
@@ -396,7 +397,7 @@ def test_sidecar_detects_stale_records(tmp_path):
     out = str(tmp_path / "train.tf_record")
     meta = records.records_meta("cola", [str(data)], 8, str(VOCAB), True, ["0", "1"])
     assert not records.records_are_current(out, meta)
-    examples = cls.get_processor("cola").get_train_examples(str(tmp_path))
+    examples = tasks_lib.get_processor("cola").get_train_examples(str(tmp_path))
     cls.write_classifier_records(examples, ["0", "1"], 8, tokenizer(), out, meta=meta)
     assert records.records_are_current(out, meta)
     assert records.read_records_meta(out)["num_records"] == 1

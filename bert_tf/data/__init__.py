@@ -8,7 +8,8 @@ Pretraining (create_pretraining_data.py): text -> documents -> instances -> TFRe
   pipeline.py   the flags, their checks, the identical and sharded modes
 
 Fine-tuning (run_classifier.py, run_squad.py, run_tagging.py):
-  classifier.py task files -> `InputExample`s -> features -> TFRecords
+  classifier_tasks.py  the classifier tasks' files -> `InputExample`s (`get_processor`)
+  classifier.py `InputExample`s -> features -> TFRecords
   records.py    the records' metadata sidecar (are they stale?), the original's step count
   pairs.py      a text pair's ids in the original's layout, truncated to the length
   squad.py      SQuAD files -> windows -> TFRecords

@@ -18,7 +18,7 @@ Values are np.float32, like the original's metrics, so `str()` in eval_results.t
 
 import numpy as np
 
-from bert_tf.data.classifier import ALIASES
+from bert_tf.data.classifier_tasks import ALIASES
 
 
 def _as_arrays(labels, predictions, weights):

@@ -17,13 +17,14 @@ import tensorflow as tf
 from absl import logging
 from bert_tf import families, files, tokenization
 from bert_tf.data import classifier as data
+from bert_tf.data.classifier_tasks import get_processor
 from bert_tf.data.records import records_are_current, records_meta
 from bert_tf.evaluation import classifier_metrics
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
+from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
-from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.task_file import TASK_FILE, read_task_file
 from bert_tf.training.trainer import Trainer, TrainingError
 
@@ -259,7 +260,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         raise ClassifierError(str(e)) from None
     options.validate(config)
     tf.io.gfile.makedirs(options.output_dir)
-    processor = data.get_processor(options.task_name, labels=_init_checkpoint_labels(options))
+    processor = get_processor(options.task_name, labels=_init_checkpoint_labels(options))
     if do_predict and not processor.test_splits:
         processor.get_test_examples(options.data_dir)  # raises, saying why
     tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
