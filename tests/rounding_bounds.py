@@ -5,7 +5,7 @@ Model of the arithmetic. Under a mixed policy every tensor a 16-bit op produces 
 nearest: t = t_exact * (1 + d) with |d| <= u, the unit roundoff (2**-8 for bfloat16, whose
 significand has 8 bits; 2**-11 for float16). TensorFlow's 16-bit matmuls accumulate in float32
 (Eigen's and oneDNN's on CPUs; checked wherever the tests run by
-tests/test_pretraining.py::test_16_bit_matmul_accumulates_in_float32), so their accumulation
+tests/test_bert_pretraining.py::test_16_bit_matmul_accumulates_in_float32), so their accumulation
 error is ~2**-24 per term, negligible next to the rounding of their inputs and output. To first
 order (terms in u**2 are ~u = 1/256 times the first-order ones for bfloat16), an output y moves
 by
@@ -24,7 +24,7 @@ inequality gives
 comparisons, so a failure means the arithmetic is not what the model says (an accumulation in
 16 bits, a kernel rounding more often than its graph shows, a wrong cast or weight), whatever
 the CPU. Where the rounding happens is pinned by a separate check of the graph's 16-bit ops
-(tests/test_pretraining.py), since a value moved to 16 bits would also raise this bound. The
+(tests/test_bert_pretraining.py), since a value moved to 16 bits would also raise this bound. The
 float32 reference's own error (~2**-24 relative) is negligible at this scale.
 
 The rounded tensors are found in the traced graph of the mixed computation itself: the outputs
