@@ -110,6 +110,21 @@ def get(name):
     return importlib.import_module(f"{package}.family").FAMILY
 
 
+def hub_names(name):
+    """The table of Hugging Face Hub names of family `name` (its package's `hub_names` module,
+    e.g. `bert_tf.bert.hub_names`), or None where the family has none (no Hub bridge) or there
+    is no such family. Imports no TensorFlow (the bridge reads snapshots without it)."""
+    package = PACKAGES.get(name)
+    if package is None:
+        return None
+    try:
+        return importlib.import_module(f"{package}.hub_names")
+    except ModuleNotFoundError as e:
+        if e.name != f"{package}.hub_names":
+            raise
+        return None
+
+
 def of(config):
     """The `Family` of a config (its `model_type`)."""
     return get(getattr(config, "model_type", DEFAULT))

@@ -1,7 +1,7 @@
 """Test-only builders of Hugging Face Hub snapshots, without torch or transformers.
 
 - `hub_state_dict`: random weights under the names Transformers' BERT classes give their
-  state dicts (written out here by hand, independently of bert_tf.hf.names).
+  state dicts (written out here by hand, independently of bert_tf.bert.hub_names).
 - `write_torch_zip`: a `pytorch_model.bin` in PyTorch's zip layout (`<root>/data.pkl`
   pickled with protocol 2, storages as persistent ids, `<root>/data/<key>` raw bytes).
 - `write_snapshot`: config.json, weights (safetensors, sharded safetensors, .bin) and

@@ -16,6 +16,8 @@ import tensorflow as tf
 
 import hub_fixtures as hub
 from bert_tf import BertModel, BertTaskModel, FullTokenizer
+from bert_tf import families
+from bert_tf.bert import hub_names
 from bert_tf.bert.config import BertConfig
 from bert_tf.bert.pretraining import BertPretrainingModel
 from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
@@ -128,7 +130,7 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
     expected = {}
     for name, value in tensors.items():
         bare = name.removeprefix("bert.")
-        if bare in names.LEFT_OUT:
+        if bare in hub_names.LEFT_OUT:
             continue
         name = names.normalize_name(name)
         if arch == "BertModel":
@@ -431,6 +433,8 @@ def test_half_precision_weights_are_widened_exactly(tmp_path):
 
 @pytest.mark.parametrize("key,value,fragment", [
     ("model_type", "roberta", "model_type 'roberta' is not a BERT checkpoint"),
+    # A family of bert_tf without a Hub name table (no hub_names module) is refused too.
+    ("model_type", "electra", "model_type 'electra' is not a BERT checkpoint"),
     ("position_embedding_type", "relative_key", "position_embedding_type 'relative_key'"),
     ("hidden_act", "silu", "hidden_act 'silu' has no equivalent"),
     ("architectures", ["BertForMultipleChoice"], "architectures ['BertForMultipleChoice']"),
@@ -558,3 +562,24 @@ def test_cli_flags_of_the_other_verb_are_refused_in_one_line(tmp_path):
     proc = _run(["-m", "bert_tf.hf", "import", f"--output_dir={tmp_path}/out"], tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip() == "bert_tf.hf: error: import needs --hf_dir"
+
+
+def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
+    """BERT's table is its package's hub_names module; ELECTRA has none, so exporting an ELECTRA
+    checkpoint is refused in one line naming the config file."""
+    assert families.hub_names("bert") is hub_names
+    assert families.hub_names("electra") is None and families.hub_names("roberta") is None
+    config = BertConfig.from_dict(dict(
+        vocab_size=len(hub.VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=24, hidden_act="gelu", hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1, max_position_embeddings=20, type_vocab_size=2,
+        initializer_range=0.02, model_type="electra"))
+    folder = tmp_path / "electra"
+    save_original_checkpoint(families.build_encoder(config), str(folder / "bert_model.ckpt"))
+    vocab = folder / "vocab.txt"
+    vocab.write_text("\n".join(hub.VOCAB) + "\n")
+    with pytest.raises(HubError, match=r"bert_config.json: model_type 'electra' has no Hugging "
+                                       r"Face Hub names here \(only BERT's converts\)"):
+        export_checkpoint(str(folder), str(folder / "bert_config.json"), str(vocab),
+                          str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()

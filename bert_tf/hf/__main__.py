@@ -68,7 +68,7 @@ def main(argv):
         return 1
 
     from bert_tf.checkpoints import CheckpointError
-    from bert_tf.bert.config import BertConfigError
+    from bert_tf.families import ConfigError
     from bert_tf.hf import HubError
     from bert_tf.hf.convert import export_checkpoint, import_snapshot
     from bert_tf.tokenization import VocabError
@@ -82,7 +82,7 @@ def main(argv):
                 FLAGS.bert_config_file or _beside(FLAGS.checkpoint, "bert_config.json"),
                 FLAGS.vocab_file or _beside(FLAGS.checkpoint, "vocab.txt"),
                 FLAGS.output_dir, do_lower_case=FLAGS.do_lower_case, task=FLAGS.task)
-    except (HubError, CheckpointError, BertConfigError, VocabError) as e:
+    except (HubError, CheckpointError, ConfigError, VocabError) as e:
         print(f"bert_tf.hf {verb}: error: {e}", file=sys.stderr)
         return 1
     print("\n".join(result.report))

@@ -18,7 +18,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import checkpoints, families, tokenization
-from bert_tf.bert.config import BertConfig
 from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json
@@ -28,8 +27,6 @@ CHECKPOINT_NAME = "bert_model.ckpt"
 # Written by an import beside the checkpoint: the source and the tensors it generated.
 IMPORT_INFO_FILE = "hf_import.json"
 TASKS = names.EXPORT_TASKS
-# The heads exported -> the Transformers class that has exactly them.
-_HEADS_ARCHITECTURE = {heads: arch for arch, (_, heads, _) in names.ARCHITECTURES.items()}
 
 
 @dataclasses.dataclass
@@ -88,7 +85,8 @@ def import_snapshot(hf_dir, output_dir):
     report.append(f"vocab: {vocab_source}")
     report += [f"tokenizer: {note}" for note in notes]
     report += [f"tokenizer warning: {w}" for w in warnings]
-    config = BertConfig.from_dict(snap.bert_config, source=os.path.join(hf_dir, "config.json"))
+    table = snap.hub_names
+    config = table.CONFIG.from_dict(snap.bert_config, source=os.path.join(hf_dir, "config.json"))
     with _staged_output(output_dir) as tmp:
         vocab_path = os.path.join(tmp, tokenizer_files.VOCAB_FILE)
         with open(vocab_path, "wb") as f:
@@ -104,10 +102,10 @@ def import_snapshot(hf_dir, output_dir):
         checkpoints.save_original_checkpoint(bert, os.path.join(tmp, CHECKPOINT_NAME),
                                              extra_tensors=heads, update_state=False)
         tokenizer_files.write_original_tokenizer_config(tmp, do_lower_case)
-        _, arch_heads, _ = names.ARCHITECTURES[snap.architecture]
+        _, arch_heads, _ = table.ARCHITECTURES[snap.architecture]
         for head, task in (("classifier", "classifier:custom"), ("tagging", "tagging")):
             if head in arch_heads:
-                num_labels = len(heads[names.HEADS[head][1][1]])
+                num_labels = len(heads[table.HEADS[head][1][1]])
                 write_json(os.path.join(tmp, TASK_FILE),
                            {"task": task, "labels": snap.labels, "num_labels": num_labels})
         write_json(os.path.join(tmp, IMPORT_INFO_FILE), {
@@ -118,13 +116,23 @@ def import_snapshot(hf_dir, output_dir):
     return Result(os.fspath(output_dir), report)
 
 
-def _heads_in(shapes):
-    """The head groups whose every original name is in the checkpoint."""
-    return [head for head, rows in names.HEADS.items()
+def _hub_table(config, source):
+    """The Hub name table of `config`'s family; a family without one is refused."""
+    table = families.hub_names(config.model_type)
+    if table is None:
+        raise HubError(f"{source}: model_type {config.model_type!r} has no Hugging Face Hub "
+                       "names here (only BERT's converts)")
+    return table
+
+
+def _heads_in(shapes, table):
+    """The head groups of the Hub name `table` whose every original name is in the
+    checkpoint."""
+    return [head for head, rows in table.HEADS.items()
             if all(original in shapes for _, original, _, _ in rows)]
 
 
-def _choose_heads(task, present, prefix):
+def _choose_heads(task, present, prefix, table):
     fine_tuning = [h for h in present if h in FINE_TUNING_HEADS]
     if task is None:
         if len(set(fine_tuning)) > 1:
@@ -142,22 +150,22 @@ def _choose_heads(task, present, prefix):
                            "cls/seq_relationship) for --task=pretraining")
         return heads
     if task not in present:
-        rows = names.HEADS[task]
+        rows = table.HEADS[task]
         raise HubError(f"checkpoint {prefix} has no {rows[0][1]} for --task={task}")
     return (task,)
 
 
-def _hub_config(config, architecture, labels, num_labels, regression, pad_token_id):
+def _hub_config(config, table, architecture, labels, num_labels, regression, pad_token_id):
     out = {
         "architectures": [architecture],
-        "model_type": "bert",
+        "model_type": table.MODEL_TYPE,
         "hidden_act": names.ACTIVATION_TO_HUB[config.hidden_act],
         "layer_norm_eps": config.layer_norm_eps,
         "position_embedding_type": "absolute",
         "pad_token_id": pad_token_id,
         "torch_dtype": "float32",
     }
-    for key in names.CONFIG_KEYS:
+    for key in table.CONFIG_KEYS:
         out[key] = getattr(config, key)
     if num_labels is not None:
         labels = labels or [f"LABEL_{i}" for i in range(num_labels)]
@@ -181,11 +189,12 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         import writes one), else a released model's folder name, else True.
       task: one of TASKS, or None = from the checkpoint's heads (a fine-tuning head, else the
         pretraining heads, else the bare encoder).
-    Returns a `Result`. Raises HubError, CheckpointError, BertConfigError, VocabError.
+    Returns a `Result`. Raises HubError, CheckpointError, families.ConfigError, VocabError.
     """
     if task is not None and task not in TASKS:
         raise HubError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
-    config = BertConfig.from_json_file(bert_config_file)
+    config = families.read_config(bert_config_file)
+    table = _hub_table(config, bert_config_file)
     if config.hidden_act not in names.ACTIVATION_TO_HUB:
         raise HubError(f"{bert_config_file}: hidden_act {config.hidden_act!r} has no "
                        "Transformers name")
@@ -204,9 +213,11 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     load_report = checkpoints.load_original_checkpoint(bert, prefix)
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
-    heads = _choose_heads(task, _heads_in(shapes), prefix)
-    architecture = _HEADS_ARCHITECTURE[heads]
-    _, _, has_pooler = names.ARCHITECTURES[architecture]
+    heads = _choose_heads(task, _heads_in(shapes, table), prefix, table)
+    # The Transformers class that has exactly the heads exported.
+    architecture = {arch_heads: arch for arch, (_, arch_heads, _)
+                    in table.ARCHITECTURES.items()}[heads]
+    _, _, has_pooler = table.ARCHITECTURES[architecture]
     info = read_json(os.path.join(directory, IMPORT_INFO_FILE)) if os.path.isfile(
         os.path.join(directory, IMPORT_INFO_FILE)) else {}
     generated = set(info.get("generated") or ())
@@ -214,7 +225,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
 
     values = {name: np.asarray(v.numpy(), np.float32)
               for name, v in checkpoints.original_variable_map(bert).items()}
-    head_rows = [row for head in heads for row in names.HEADS[head]]
+    head_rows = [row for head in heads for row in table.HEADS[head]]
     num_labels = None
     for hub_name, original, _, letters in head_rows:
         values[original] = np.asarray(reader.get_tensor(original), np.float32)
@@ -228,18 +239,20 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
                            f"{list(names.hub_shape(letters, sizes))}")
 
     # A pooler the import generated was not in the snapshot: leave it out again.
-    pooler_out = generated >= {r[1] for r in names.POOLER}
-    rows = names.rows_for(architecture, config.num_hidden_layers, pooler=not pooler_out)
+    pooler_out = generated >= {r[1] for r in table.POOLER}
+    rows = table.rows_for(architecture, config.num_hidden_layers, pooler=not pooler_out)
     tensors = {}
     for hub_name, original, transposed, _ in rows:
         value = values[original]
         tensors[hub_name] = np.ascontiguousarray(value.T) if transposed else value
     report.insert(0, f"architecture: {architecture} ({len(tensors)} tensors)")
     if pooler_out:
-        report.append(f"left out bert/pooler/dense/{{kernel,bias}}: generated by the import "
+        report.append(f"left out {table.POOLER_KERNEL.rpartition('/')[0]}/{{kernel,bias}}: "
+                      "generated by the import "
                       f"({IMPORT_INFO_FILE}), not in its snapshot")
     elif not has_pooler:
-        report.append(f"kept bert.pooler.dense.*: {architecture} has no pooler and "
+        pooler = table.ENCODER_PREFIX + table.POOLER[0][0].rpartition(".")[0]
+        report.append(f"kept {pooler}.*: {architecture} has no pooler and "
                       "Transformers ignores it (with a warning); kept so that importing the "
                       "folder gives this checkpoint back")
     exported = {original for _, original, _, _ in rows}
@@ -263,7 +276,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
                       f"the head {num_labels} outputs: labels named LABEL_i")
         labels = None
     regression = num_labels == 1 and "classifier" in heads and task_info.get("labels", 0) is None
-    hub_config = _hub_config(config, architecture, labels and [str(x) for x in labels],
+    hub_config = _hub_config(config, table, architecture, labels and [str(x) for x in labels],
                              num_labels, regression, vocab.get("[PAD]", 0))
     report.append(f"config: hidden_act {config.hidden_act!r} -> {hub_config['hidden_act']!r} "
                   "(Transformers' name of the same function)")
@@ -308,13 +321,14 @@ def pretrained_head(folder, config):
     number of labels) whose weights the checkpoint of Google-release `folder` holds."""
     prefix = checkpoints.resolve_checkpoint_path(folder)
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    found = [h for h in _heads_in(shapes) if h in FINE_TUNING_HEADS]
+    table = _hub_table(config, folder)
+    found = [h for h in _heads_in(shapes, table) if h in FINE_TUNING_HEADS]
     if len(found) != 1:
         raise HubError(f"{prefix}: {'no' if not found else 'more than one'} fine-tuning head "
                        f"({found}): pass head= to BertTaskModel.from_pretrained")
     kind = found[0]
     axis = FINE_TUNING_HEADS[kind].num_labels_axis
-    num_labels = None if axis is None else shapes[names.HEADS[kind][0][1]][axis]
+    num_labels = None if axis is None else shapes[table.HEADS[kind][0][1]][axis]
     return FINE_TUNING_HEADS[kind].build(config, num_labels)
 
 
@@ -322,7 +336,7 @@ def load_pretrained(path, build):
     """The model `build(config, folder)` makes, with the weights of a Google-release folder or
     a Hub snapshot folder (imported into a temporary Google-release `folder` first)."""
     with original_folder(path) as folder:
-        config = BertConfig.from_json_file(os.path.join(folder, checkpoints.CONFIG_FILE))
+        config = families.read_config(os.path.join(folder, checkpoints.CONFIG_FILE))
         model = build(config, folder)
         checkpoints.load_original_checkpoint(model, folder)
     return model

@@ -1,101 +1,18 @@
-"""The table of Hugging Face Hub tensor names and the original's TF1 checkpoint names.
+"""What the Hub bridge shares across families: Transformers' activation names, old tensor
+names, shapes from a row's letters, the export tasks. A family's own table of Hub tensor names
+and original names is its `hub_names` module (BERT's: `bert_tf.bert.hub_names`).
 
-One row per tensor: (Hub name, original name, transposed, Hub shape). Hub `Linear` weights are
-[out, in], the original's Dense kernels [in, out]: rows with `transposed` swap the two axes;
-the heads the original keeps as `output_weights` [num_outputs, H] are already in the Hub's
-layout. Shapes are written with the config's letters: V vocab_size, H hidden_size,
+Rows are (Hub name, original name, transposed, Hub shape letters): V vocab_size, H hidden_size,
 I intermediate_size, P max_position_embeddings, T type_vocab_size, C the number of labels.
-
-Encoder names carry no prefix here; the task architectures put the encoder under `bert.`.
-The fine-tuning heads' rows and classes are those they declare (`bert_tf.heads`). This module
-is pure Python (no TensorFlow, no NumPy).
+This module is pure Python (no TensorFlow, no NumPy).
 """
 
 import re
 
 from bert_tf.heads import FINE_TUNING_HEADS
 
-# Group name -> rows. Layer-wise encoder rows use `{i}` for the layer index.
-_EMBEDDINGS = (
-    ("embeddings.word_embeddings.weight", "bert/embeddings/word_embeddings", False, "VH"),
-    ("embeddings.position_embeddings.weight", "bert/embeddings/position_embeddings", False, "PH"),
-    ("embeddings.token_type_embeddings.weight", "bert/embeddings/token_type_embeddings", False,
-     "TH"),
-    ("embeddings.LayerNorm.weight", "bert/embeddings/LayerNorm/gamma", False, "H"),
-    ("embeddings.LayerNorm.bias", "bert/embeddings/LayerNorm/beta", False, "H"),
-)
-
-
-def _dense(hub, original, out_dim, in_dim):
-    return ((f"{hub}.weight", f"{original}/kernel", True, out_dim + in_dim),
-            (f"{hub}.bias", f"{original}/bias", False, out_dim))
-
-
-def _layer_norm(hub, original):
-    return ((f"{hub}.weight", f"{original}/gamma", False, "H"),
-            (f"{hub}.bias", f"{original}/beta", False, "H"))
-
-
-_LAYER = (
-    *_dense("encoder.layer.{i}.attention.self.query", "bert/encoder/layer_{i}/attention/self/query",
-            "H", "H"),
-    *_dense("encoder.layer.{i}.attention.self.key", "bert/encoder/layer_{i}/attention/self/key",
-            "H", "H"),
-    *_dense("encoder.layer.{i}.attention.self.value", "bert/encoder/layer_{i}/attention/self/value",
-            "H", "H"),
-    *_dense("encoder.layer.{i}.attention.output.dense",
-            "bert/encoder/layer_{i}/attention/output/dense", "H", "H"),
-    *_layer_norm("encoder.layer.{i}.attention.output.LayerNorm",
-                 "bert/encoder/layer_{i}/attention/output/LayerNorm"),
-    *_dense("encoder.layer.{i}.intermediate.dense", "bert/encoder/layer_{i}/intermediate/dense",
-            "I", "H"),
-    *_dense("encoder.layer.{i}.output.dense", "bert/encoder/layer_{i}/output/dense", "H", "I"),
-    *_layer_norm("encoder.layer.{i}.output.LayerNorm", "bert/encoder/layer_{i}/output/LayerNorm"),
-)
-
-POOLER = _dense("pooler.dense", "bert/pooler/dense", "H", "H")
-
-# Heads: rows with full Hub names (outside the `bert.` prefix): the pretraining heads', then the
-# fine-tuning heads' (under their checkpoint scopes).
-HEADS = {
-    "mlm": (
-        *_dense("cls.predictions.transform.dense", "cls/predictions/transform/dense", "H", "H"),
-        *_layer_norm("cls.predictions.transform.LayerNorm", "cls/predictions/transform/LayerNorm"),
-        ("cls.predictions.bias", "cls/predictions/output_bias", False, "V"),
-    ),
-    "nsp": (
-        ("cls.seq_relationship.weight", "cls/seq_relationship/output_weights", False, "2H"),
-        ("cls.seq_relationship.bias", "cls/seq_relationship/output_bias", False, "2"),
-    ),
-    **{kind: tuple((hub, head.scope + name, transposed, letters)
-                   for hub, name, transposed, letters in head.hub_rows)
-       for kind, head in FINE_TUNING_HEADS.items()},
-}
-
-# `python -m bert_tf.hf export --task=...`: which heads to export ("encoder" = BertModel).
+# `python -m bert_tf.hf export --task=...`: which heads to export ("encoder" = the bare encoder).
 EXPORT_TASKS = ("pretraining", *FINE_TUNING_HEADS, "encoder")
-
-# Transformers' BERT classes: the encoder's prefix, the heads, whether the class has a pooler.
-ARCHITECTURES = {
-    "BertModel": ("", (), True),
-    "BertForPreTraining": ("bert.", ("mlm", "nsp"), True),
-    "BertForMaskedLM": ("bert.", ("mlm",), False),
-    "BertForNextSentencePrediction": ("bert.", ("nsp",), True),
-    **{f"Bert{head.hub_class_suffix}": ("bert.", (kind,), head.hub_has_pooler)
-       for kind, head in FINE_TUNING_HEADS.items()},
-}
-
-# Hub tensors that are not weights of the original's model, and why (checked where a value
-# must agree with a weight that is kept).
-TIED_DECODER = "cls.predictions.decoder.weight"
-DECODER_BIAS = "cls.predictions.decoder.bias"
-LEFT_OUT = {
-    "embeddings.position_ids": "a buffer of the position indices 0..P-1, not a weight",
-    "embeddings.token_type_ids": "a buffer of zeros (default segment ids), not a weight",
-    TIED_DECODER: "tied to the word embeddings (checked equal), as the original's masked-LM "
-                  "output layer",
-    DECODER_BIAS: "the same vector as cls.predictions.bias (checked equal)",
-}
 
 # Transformers' hidden_act -> ours. "gelu" there is the exact erf GELU, our "gelu_exact"; its
 # tanh approximations are what the original (and our config) call "gelu".
@@ -118,21 +35,6 @@ ACTIVATION_TO_HUB = {
     "linear": "linear",
 }
 
-# config.json keys that are bert_config.json keys of the same meaning, with Transformers'
-# BertConfig defaults for a config.json that leaves one out.
-CONFIG_KEYS = {
-    "vocab_size": 30522,
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-}
-
 _OLD_LAYER_NORM = re.compile(r"(LayerNorm)\.(gamma|beta)$")
 
 
@@ -140,34 +42,6 @@ def normalize_name(name):
     """Today's Hub name of `name`: older snapshots call the LayerNorm parameters gamma/beta."""
     return _OLD_LAYER_NORM.sub(lambda m: f"{m.group(1)}.{'weight' if m.group(2) == 'gamma' else 'bias'}",
                                name)
-
-
-def encoder_rows(num_hidden_layers, pooler=True):
-    """The encoder's rows (names without prefix), embeddings, layers in order, pooler."""
-    rows = list(_EMBEDDINGS)
-    for i in range(num_hidden_layers):
-        rows += [(hub.format(i=i), original.format(i=i), t, shape)
-                 for hub, original, t, shape in _LAYER]
-    if pooler:
-        rows += list(POOLER)
-    return rows
-
-
-def rows_for(architecture, num_hidden_layers, pooler=None):
-    """Every row of `architecture` with full Hub names (encoder prefixed as the class does).
-
-    Args:
-      architecture: a key of ARCHITECTURES.
-      num_hidden_layers: L.
-      pooler: include the pooler rows; None = as the class has one.
-    """
-    prefix, heads, has_pooler = ARCHITECTURES[architecture]
-    rows = [(prefix + hub, original, t, shape)
-            for hub, original, t, shape in encoder_rows(num_hidden_layers,
-                                                        has_pooler if pooler is None else pooler)]
-    for head in heads:
-        rows += list(HEADS[head])
-    return rows
 
 
 def hub_shape(letters, sizes):

@@ -3,7 +3,8 @@
 `read_snapshot(hf_dir)` checks `config.json` (a BERT of the original's architecture, an
 activation we compute), reads the weights (`model.safetensors`, shards listed by
 `model.safetensors.index.json`, `pytorch_model.bin` or its shards), maps every tensor through
-the table of `bert_tf.hf.names` (shape checked against config.json, Linear weights
+its family's table of Hub names (`bert_tf.families.hub_names`: BERT's `bert_tf.bert.hub_names`;
+the generic parts in `bert_tf.hf.names`; shape checked against config.json, Linear weights
 transposed, float16/bfloat16 widened to float32 exactly) and says in one line why each tensor
 it does not map is left out. A tensor it cannot place is an error, never dropped silently.
 No TensorFlow here: NumPy only.
@@ -14,7 +15,7 @@ import os
 
 import numpy as np
 
-from bert_tf.bert.config import DEFAULT_LAYER_NORM_EPS, BertConfig, BertConfigError
+from bert_tf import families
 from bert_tf.hf import HubError, names, safetensors_io, torch_zip
 from bert_tf.hf.tokenizer_files import read_json
 
@@ -36,12 +37,13 @@ class Snapshot:
     Attributes:
       hf_dir: the folder.
       bert_config: the bert_config.json dict.
-      architecture: a key of names.ARCHITECTURES.
+      architecture: a key of `hub_names.ARCHITECTURES`.
       tensors: {original name: float32 np.ndarray in the original's layout}.
       generated: original names not in the snapshot, initialized here (the pooler of a class
         that has none).
       labels: the label names in id order (classifier, tagging), or None.
       report: lines saying what was read, mapped, left out and why.
+      hub_names: the family's table of Hub names the snapshot was read with.
     """
 
     hf_dir: str
@@ -51,6 +53,7 @@ class Snapshot:
     generated: list
     labels: list | None
     report: list
+    hub_names: object
 
 
 def is_snapshot(folder):
@@ -65,9 +68,13 @@ def _config(hf_dir, report):
         raise HubError(f"{hf_dir}: no {CONFIG_FILE}: not a Hugging Face snapshot folder")
     hub = read_json(path)
     model_type = hub.get("model_type")
-    if model_type is not None and model_type != "bert":
-        raise HubError(f"{path}: model_type {model_type!r} is not a BERT checkpoint (only "
-                       "model_type 'bert' converts, even where tensor names look alike)")
+    rows = families.hub_names(families.DEFAULT if model_type is None else model_type)
+    if rows is None:
+        bridged = [n for n in families.NAMES if families.hub_names(n) is not None]
+        raise HubError(f"{path}: model_type {model_type!r} is not a "
+                       f"{'/'.join(n.upper() for n in bridged)} checkpoint (only model_type "
+                       f"{', '.join(repr(n) for n in bridged)} converts, even where tensor names "
+                       "look alike)")
     position = hub.get("position_embedding_type", "absolute")
     if position != "absolute":
         raise HubError(f"{path}: position_embedding_type {position!r} has no equivalent in the "
@@ -80,7 +87,7 @@ def _config(hf_dir, report):
         raise HubError(f"{path}: hidden_act {act!r} has no equivalent here (expected one of "
                        f"{', '.join(names.ACTIVATION_FROM_HUB)})")
     config = {}
-    for key, default in names.CONFIG_KEYS.items():
+    for key, default in rows.CONFIG_KEYS.items():
         if key in hub:
             config[key] = hub[key]
         else:
@@ -88,14 +95,14 @@ def _config(hf_dir, report):
             report.append(f"config: {key} not in {path}, Transformers' default {default}")
     config["hidden_act"] = names.ACTIVATION_FROM_HUB[act]
     report.append(f"config: hidden_act {act!r} (Transformers) -> {config['hidden_act']!r}")
-    eps = hub.get("layer_norm_eps", DEFAULT_LAYER_NORM_EPS)
-    if eps != DEFAULT_LAYER_NORM_EPS:
+    eps = hub.get("layer_norm_eps", rows.DEFAULT_EPS)
+    if eps != rows.DEFAULT_EPS:
         config["layer_norm_eps"] = eps
     try:
-        BertConfig.from_dict(config, source=path)
-    except BertConfigError as e:
+        rows.CONFIG.from_dict(config, source=path)
+    except families.ConfigError as e:
         raise HubError(str(e)) from None
-    return hub, config, path
+    return hub, config, path, rows
 
 
 def _weight_files(hf_dir):
@@ -148,18 +155,18 @@ def read_weights(hf_dir):
     return out
 
 
-def _architecture(hub, hub_path, hub_names):
+def _architecture(hub, hub_path, hub_names, table):
     archs = hub.get("architectures")
     if archs:
-        if not isinstance(archs, list) or archs[0] not in names.ARCHITECTURES:
+        if not isinstance(archs, list) or archs[0] not in table.ARCHITECTURES:
             raise HubError(f"{hub_path}: architectures {archs!r}: expected one of "
-                           f"{', '.join(names.ARCHITECTURES)} (the heads the original has)")
+                           f"{', '.join(table.ARCHITECTURES)} (the heads the original has)")
         return archs[0], "config.json"
-    heads = [head for head, rows in names.HEADS.items() if rows[0][0] in hub_names]
+    heads = [head for head, rows in table.HEADS.items() if rows[0][0] in hub_names]
     if "classifier" in heads:
         raise HubError(f"{hub_path}: no architectures key, and classifier.* may be a sequence or "
                        "a token classifier: add \"architectures\" to config.json")
-    for arch, (_, arch_heads, _) in names.ARCHITECTURES.items():
+    for arch, (_, arch_heads, _) in table.ARCHITECTURES.items():
         if set(arch_heads) == set(heads):
             return arch, "the tensor names (config.json has no architectures)"
     raise HubError(f"{hub_path}: no architectures key, and heads {heads} are no BERT class")
@@ -200,7 +207,7 @@ def read_snapshot(hf_dir):
     """Reads a snapshot folder; see the module docstring. Raises HubError."""
     hf_dir = os.fspath(hf_dir)
     report = []
-    hub, config, hub_path = _config(hf_dir, report)
+    hub, config, hub_path, table = _config(hf_dir, report)
     weights = read_weights(hf_dir)
     by_name = {}
     for name, (value, path) in weights.items():
@@ -208,11 +215,11 @@ def read_snapshot(hf_dir):
         if key in by_name:
             raise HubError(f"{path}: tensors {by_name[key][2]} and {name} are the same weight")
         by_name[key] = (value, path, name)
-    arch, arch_source = _architecture(hub, hub_path, set(by_name))
-    prefix, heads, _ = names.ARCHITECTURES[arch]
+    arch, arch_source = _architecture(hub, hub_path, set(by_name), table)
+    prefix, heads, _ = table.ARCHITECTURES[arch]
     report.insert(0, f"architecture: {arch} (from {arch_source})")
 
-    label_rows = [r for h in heads for r in names.HEADS[h] if "C" in r[3]]
+    label_rows = [r for h in heads for r in table.HEADS[h] if "C" in r[3]]
     num_labels = None
     if label_rows:
         found = by_name.get(label_rows[0][0])
@@ -224,18 +231,18 @@ def read_snapshot(hf_dir):
     # Encoder names are looked up without their prefix: a bare BertModel saved with `bert.`
     # (or a task model without it) holds the same tensors.
     encoder = {hub_name: (original, transposed, letters) for hub_name, original, transposed, letters
-               in names.encoder_rows(config["num_hidden_layers"])}
+               in table.encoder_rows(config["num_hidden_layers"])}
     head_rows = {hub_name: (original, transposed, letters) for head in heads
-                 for hub_name, original, transposed, letters in names.HEADS[head]}
+                 for hub_name, original, transposed, letters in table.HEADS[head]}
     tensors, used_prefixes = {}, set()
     left_out = []
     for key, (value, path, name) in by_name.items():
-        bare = key.removeprefix("bert.")
+        bare = key.removeprefix(table.ENCODER_PREFIX)
         is_encoder = bare in encoder or bare.startswith("embeddings.")
         if is_encoder:
             used_prefixes.add(key[: len(key) - len(bare)])
-        decoder = key in (names.TIED_DECODER, names.DECODER_BIAS) and "mlm" in heads
-        if bare in names.LEFT_OUT and (is_encoder or decoder):
+        decoder = key in (table.TIED_DECODER, table.DECODER_BIAS) and "mlm" in heads
+        if bare in table.LEFT_OUT and (is_encoder or decoder):
             left_out.append((bare, path, name))
             continue
         rows = encoder if is_encoder else head_rows if bare == key else {}
@@ -252,43 +259,46 @@ def read_snapshot(hf_dir):
         value = _float32(value, path, name)
         tensors[original] = np.ascontiguousarray(value.T) if transposed else value
     if len(used_prefixes) > 1:
-        raise HubError(f"{hf_dir}: encoder tensors both with and without the 'bert.' prefix")
+        raise HubError(f"{hf_dir}: encoder tensors both with and without the "
+                       f"'{table.ENCODER_PREFIX}' prefix")
 
     for bare, path, name in left_out:
-        if bare == names.TIED_DECODER:
-            kept = tensors.get("bert/embeddings/word_embeddings")
+        if bare == table.TIED_DECODER:
+            kept = tensors.get(table.WORD_EMBEDDINGS)
             same = kept is not None and np.array_equal(_float32(weights[name][0], path, name), kept)
             if not same:
                 raise HubError(f"{path}: tensor {name} differs from the word embeddings: an "
                                "untied output layer, which the original's masked-LM head "
                                "(tied to the embeddings) cannot hold")
-        if bare == names.DECODER_BIAS:
-            kept = tensors.get("cls/predictions/output_bias")
+        if bare == table.DECODER_BIAS:
+            kept = tensors.get(table.MLM_OUTPUT_BIAS)
             if kept is None or not np.array_equal(_float32(weights[name][0], path, name), kept):
                 raise HubError(f"{path}: tensor {name} differs from cls.predictions.bias, which "
                                "the original's masked-LM head has once")
-        report.append(f"left out {name}: {names.LEFT_OUT[bare]}")
+        report.append(f"left out {name}: {table.LEFT_OUT[bare]}")
 
     generated = []
-    expected_rows = names.rows_for(arch, config["num_hidden_layers"], pooler=True)
+    expected_rows = table.rows_for(arch, config["num_hidden_layers"], pooler=True)
+    pooler_names = {original for _, original, _, _ in table.POOLER}
     missing = [hub_name for hub_name, original, _, _ in expected_rows
-               if original not in tensors and not original.startswith("bert/pooler/")]
+               if original not in tensors and original not in pooler_names]
     if missing:
         raise HubError(f"{hf_dir}: {arch} tensors missing from the snapshot: "
                        f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
-    pooler = [row for row in names.POOLER if row[1] not in tensors]
+    pooler = [row for row in table.POOLER if row[1] not in tensors]
     if len(pooler) == 1:
         raise HubError(f"{hf_dir}: the snapshot has half of the pooler (no {prefix}{pooler[0][0]})")
     if pooler:
         rng = np.random.default_rng(_POOLER_SEED)
         h = config["hidden_size"]
-        tensors["bert/pooler/dense/kernel"] = _truncated_normal(
+        tensors[table.POOLER_KERNEL] = _truncated_normal(
             rng, (h, h), config["initializer_range"])
-        tensors["bert/pooler/dense/bias"] = np.zeros(h, np.float32)
-        generated = ["bert/pooler/dense/kernel", "bert/pooler/dense/bias"]
-        why = (f"{arch} has no pooler" if not names.ARCHITECTURES[arch][2]
+        tensors[table.POOLER_BIAS] = np.zeros(h, np.float32)
+        generated = [table.POOLER_KERNEL, table.POOLER_BIAS]
+        why = (f"{arch} has no pooler" if not table.ARCHITECTURES[arch][2]
                else "the snapshot has none (saved without its pooling layer)")
-        report.append(f"generated bert/pooler/dense/{{kernel,bias}}: {why}; initialized as the "
+        report.append(f"generated {table.POOLER_KERNEL.rpartition('/')[0]}/{{kernel,bias}}: "
+                      f"{why}; initialized as the "
                       "original does (truncated normal, zero bias) so that every script loads "
                       "the folder; export leaves it out again")
     labels = None
@@ -299,4 +309,4 @@ def read_snapshot(hf_dir):
     files = sorted({path for _, path in weights.values()})
     report.insert(1, f"weights: {len(tensors) - len(generated)} tensors mapped from "
                      f"{', '.join(os.path.basename(f) for f in files)}")
-    return Snapshot(hf_dir, config, arch, tensors, generated, labels, report)
+    return Snapshot(hf_dir, config, arch, tensors, generated, labels, report, table)
