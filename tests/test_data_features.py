@@ -147,10 +147,11 @@ def test_check_writable(tmp_path):
 
 def test_batch_encoder_equals_single_encoder_and_store_gather():
     from bert_tf.data import instances
+    from bert_tf.data.documents import id_typecode
 
     r = random.Random(7)
     for max_seq_length, max_predictions, vocab_size in [(128, 20, 30522), (40, 6, 200000)]:
-        store = instances.InstanceStore(instances.id_typecode(vocab_size))
+        store = instances.InstanceStore(id_typecode(vocab_size))
         made = []
         for _ in range(300):
             instance = _random_instance(r, max_seq_length, max_predictions, vocab_size)

@@ -28,7 +28,7 @@ import array
 
 import numpy as np
 
-from bert_tf.data.documents import Corpus, DataError, id_typecode  # noqa: F401  (re-exported)
+from bert_tf.data.documents import DataError
 from bert_tf.tokenization import WORDPIECE_SPECIAL_TOKENS
 
 # BERT's tokens ([CLS], [SEP], [MASK]), which the pipeline's vocab check names.
