@@ -42,14 +42,12 @@ class Family:
         `checkpoint_variables()` and `embedding_table`.
       tokenizer: `tokenizer(vocab_file, do_lower_case, **kwargs)`, the host tokenizer; its
         `special_tokens` (a `SpecialTokens`) name the family's special tokens.
-      special_tokens: the family's `SpecialTokens`.
     """
 
     name: str
     config: type
     encoder: type
     tokenizer: object
-    special_tokens: object
 
 
 @dataclasses.dataclass(frozen=True)

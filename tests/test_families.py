@@ -81,8 +81,8 @@ def test_families_take_wordpiece_from_their_tokenizer():
     for name in ("bert", "electra"):
         family = families.get(name)
         assert family.tokenizer is tokenization.FullTokenizer
-        assert family.special_tokens is tokenization.FullTokenizer.special_tokens is WORDPIECE
-    assert families.get("bert").special_tokens.is_continuation("##a")
+        assert family.tokenizer.special_tokens is WORDPIECE
+    assert families.get("bert").tokenizer.special_tokens.is_continuation("##a")
 
 
 def test_special_tokens_of():

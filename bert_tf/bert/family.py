@@ -9,5 +9,4 @@ FAMILY = families.Family(
     config=BertConfig,
     encoder=BertModel,
     tokenizer=tokenization.FullTokenizer,
-    special_tokens=tokenization.FullTokenizer.special_tokens,
 )

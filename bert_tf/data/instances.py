@@ -31,11 +31,6 @@ import numpy as np
 from bert_tf.data.documents import DataError
 from bert_tf.tokenization import WORDPIECE_SPECIAL_TOKENS
 
-# BERT's tokens ([CLS], [SEP], [MASK]), which the pipeline's vocab check names.
-CLS_TOKEN = WORDPIECE_SPECIAL_TOKENS.cls
-SEP_TOKEN = WORDPIECE_SPECIAL_TOKENS.sep
-MASK_TOKEN = WORDPIECE_SPECIAL_TOKENS.mask
-
 
 class InstanceStore:
     """Instances in flat typed arrays (about 2 bytes per token instead of a Python string).

@@ -26,6 +26,7 @@ from bert_tf.data import features as features_lib
 from bert_tf.data import instances as instances_lib
 from bert_tf.data import writer as writer_lib
 from bert_tf.data.documents import DataError
+from bert_tf.tokenization import special_tokens_of
 
 NUM_LOGGED_EXAMPLES = 20
 WORD_CACHE_SIZE = 1_000_000
@@ -131,12 +132,14 @@ def load_tokenizer(vocab_file, do_lower_case, kind="auto"):
         raise DataError(f"--vocab_file: {e}") from None
 
 
-def check_vocab(vocab, vocab_file):
-    missing = [t for t in (instances_lib.CLS_TOKEN, instances_lib.SEP_TOKEN,
-                           instances_lib.MASK_TOKEN) if t not in vocab]
+def check_vocab(tokenizer, vocab_file):
+    """The tokenizer's [CLS], [SEP] and [MASK] (its special tokens) are in its vocab."""
+    special = special_tokens_of(tokenizer)
+    needed = (special.cls, special.sep, special.mask)
+    missing = [t for t in needed if t not in tokenizer.vocab]
     if missing:
         raise DataError(f"--vocab_file {vocab_file!r} has no {', '.join(missing)} entry; "
-                        "pretraining data needs [CLS], [SEP] and [MASK]")
+                        f"pretraining data needs {needed[0]}, {needed[1]} and {needed[2]}")
 
 
 class _Progress:
@@ -351,7 +354,7 @@ def create_pretraining_data(options):
     out_paths = output_paths(options.output_file, options.num_workers)
     writer_lib.check_writable(out_paths)
     tokenizer = load_tokenizer(options.vocab_file, options.do_lower_case, options.tokenizer)
-    check_vocab(tokenizer.vocab, options.vocab_file)
+    check_vocab(tokenizer, options.vocab_file)
     logging.info("Tokenizer: %s.%s", type(tokenizer).__module__, type(tokenizer).__name__)
     if options.num_workers == 1:
         summary = _run_identical(options, input_files, out_paths, tokenizer)

@@ -10,5 +10,4 @@ FAMILY = families.Family(
     config=BertConfig,
     encoder=ElectraModel,
     tokenizer=tokenization.FullTokenizer,
-    special_tokens=tokenization.FullTokenizer.special_tokens,
 )

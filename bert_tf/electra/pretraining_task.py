@@ -249,7 +249,7 @@ class ElectraPretrainer(Trainer):
 def objective_from_hparams(hp, vocab):
     """The `ElectraObjective` of `PretrainingHparams` `hp`, with the special ids of `vocab`
     ({token: id}); raises TrainingError naming the vocab file when one is missing."""
-    special = families.get("electra").special_tokens
+    special = families.get("electra").tokenizer.special_tokens
     missing = [t for t in (special.mask, special.cls, special.sep) if t not in vocab]
     if missing:
         raise TrainingError(f"vocab file {hp.vocab_file}: no {', '.join(missing)} entry (masking "
