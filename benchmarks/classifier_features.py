@@ -70,7 +70,7 @@ def worker(args):
         rc.file_based_convert_examples_to_features(examples, processor.get_labels(),
                                                    args.max_seq_length, tokenizer, args.output)
     else:
-        from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
+        from bert_tf.bert import tokenization  # pylint: disable=g-import-not-at-top
         from bert_tf.data import classifier  # pylint: disable=g-import-not-at-top
         from bert_tf.data.classifier_tasks import get_processor  # pylint: disable=g-import-not-at-top
 

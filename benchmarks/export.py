@@ -32,7 +32,7 @@ from bert_tf.data.pairs import pad_to, pair_tokens  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
-from bert_tf.tokenization import FullTokenizer  # noqa: E402
+from bert_tf.bert.tokenization import FullTokenizer  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
 SENTENCES = [

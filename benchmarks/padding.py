@@ -103,7 +103,7 @@ class Words:
     """Words of the uncased vocab that are one word piece each (letters only)."""
 
     def __init__(self):
-        from bert_tf.tokenization import FullTokenizer
+        from bert_tf.bert.tokenization import FullTokenizer
 
         self.tokenizer = FullTokenizer(VOCAB_FILE, do_lower_case=True)
         self.words = [w for w in self.tokenizer.vocab
@@ -418,7 +418,7 @@ def export_rows(args, words, config, config_dict, checkpoint):
     import tensorflow as tf
 
     from bert_tf.data.pairs import pad_to, pair_tokens
-    from bert_tf.fast_tokenization import TokenizerModule
+    from bert_tf.bert.fast_tokenization import TokenizerModule
     from bert_tf.serving import export
 
     rng = random.Random(5)

@@ -159,7 +159,7 @@ class Side:
         else:
             from bert_tf.evaluation import squad_predictions
             from bert_tf.data import squad
-            from bert_tf.tokenization import FullTokenizer
+            from bert_tf.bert.tokenization import FullTokenizer
 
             self.module = None
             self.tokenizer = FullTokenizer(vocab_file, do_lower_case=True)

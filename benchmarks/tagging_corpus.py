@@ -201,7 +201,7 @@ def make_corpus(data_dir, full_vocab_file, lengths_file, train_sentences=2000,
                 dev_sentences=1000, seed=0):
     """Writes data_dir/train.txt, dev.txt, test.txt (= dev) and vocab.txt. Returns the number
     of sentences and entity mentions per split."""
-    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.bert.tokenization import FullTokenizer
 
     with open(full_vocab_file) as f:
         vocab_lines = [line.rstrip("\n") for line in f]

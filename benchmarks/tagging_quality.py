@@ -265,7 +265,7 @@ def truncation_report(data_dir, max_seq_length):
     sentences that fit, words beyond it, gold entities ending beyond it, all gold entities)."""
     from bert_tf.evaluation import tagging_metrics
     from bert_tf.data import conll
-    from bert_tf.tokenization import FullTokenizer
+    from bert_tf.bert.tokenization import FullTokenizer
 
     tokenizer = FullTokenizer(os.path.join(data_dir, "vocab.txt"), do_lower_case=True)
     short, cut_words, cut_entities, entities = [], 0, 0, 0

@@ -32,7 +32,7 @@ sys.path.insert(0, REPO)
 
 from absl import app, flags  # noqa: E402
 
-from bert_tf import tokenization  # noqa: E402
+from bert_tf.bert import tokenization  # noqa: E402
 from tools.original import load_original_module  # noqa: E402
 from common import print_machine_header  # noqa: E402  (this folder is first on sys.path)
 
@@ -138,7 +138,7 @@ def in_graph_main():
     import numpy as np
     import tensorflow as tf
 
-    from bert_tf import fast_tokenization
+    from bert_tf.bert import fast_tokenization
 
     lower, size = FLAGS.do_lower_case, FLAGS.batch_size
     full = tokenization.FullTokenizer(FLAGS.vocab_file, lower)
@@ -217,7 +217,7 @@ def main(argv):
     runners.append(("bert_tf FullTokenizer",
                     python_runner(lambda: tokenization.FullTokenizer(FLAGS.vocab_file, lower))))
 
-    from bert_tf import fast_tokenization
+    from bert_tf.bert import fast_tokenization
 
     start = time.perf_counter()
     fast = fast_tokenization.FastTokenizer(FLAGS.vocab_file, do_lower_case=lower,

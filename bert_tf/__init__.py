@@ -1,6 +1,6 @@
 """bert_tf: Google's BERT on TensorFlow 2 / Keras 3, compatible with the original release.
 
-The public names below are imported on first use, so `import bert_tf.tokenization` (pure
+The public names below are imported on first use, so `import bert_tf.bert.tokenization` (pure
 Python) does not pay for importing TensorFlow.
 """
 
@@ -18,8 +18,8 @@ _EXPORTS = {
     "load_original_checkpoint": "bert_tf.checkpoints",
     "save_original_checkpoint": "bert_tf.checkpoints",
     "CheckpointError": "bert_tf.checkpoints",
-    "FullTokenizer": "bert_tf.tokenization",
-    "FastTokenizer": "bert_tf.fast_tokenization",
+    "FullTokenizer": "bert_tf.bert.tokenization",
+    "FastTokenizer": "bert_tf.bert.fast_tokenization",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,7 +3,7 @@
 The command line of google-research/bert's create_pretraining_data.py, with the same output
 for the same flags (record for record), faster and in less memory. `--num_workers=N` (N >= 2)
 shards the work over N processes; its output differs from the original's by design (see
-bert_tf/data/pipeline.py).
+bert_tf/data/pretraining_data.py).
 
   python3 create_pretraining_data.py --input_file=sample_text.txt \
       --output_file=/tmp/tf_examples.tfrecord --vocab_file=vocab.txt
@@ -19,7 +19,7 @@ from absl import logging  # noqa: E402
 
 from bert_tf import files  # noqa: E402
 from bert_tf import flags as shared_flags  # noqa: E402
-from bert_tf.data import pipeline  # noqa: E402
+from bert_tf.bert import pretraining_data  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -50,14 +50,14 @@ flags.DEFINE_integer("num_workers", 1,
                      "N and seed).")
 flags.DEFINE_enum("tokenizer", "auto", ["auto", "fast", "python"],
                   "Tokenizer for the corpus, all giving the original's ids: 'python' "
-                  "(bert_tf.tokenization.FullTokenizer, memoized; no TensorFlow import), "
+                  "(bert_tf.bert.tokenization.FullTokenizer, memoized; no TensorFlow import), "
                   "'fast' (tensorflow-text) or 'auto' (= 'python', the faster on real text).")
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    options = pipeline.PretrainingDataOptions(
+    options = pretraining_data.PretrainingDataOptions(
         input_file=FLAGS.input_file,
         output_file=FLAGS.output_file,
         vocab_file=FLAGS.vocab_file,
@@ -72,8 +72,8 @@ def main(argv):
         num_workers=FLAGS.num_workers,
         tokenizer=FLAGS.tokenizer)
     try:
-        pipeline.create_pretraining_data(options)
-    except (pipeline.DataError, files.OutputError) as e:
+        pretraining_data.create_pretraining_data(options)
+    except (pretraining_data.DataError, files.OutputError) as e:
         logging.error("%s", e)
         print(f"create_pretraining_data.py: error: {e}", file=sys.stderr)
         return 1

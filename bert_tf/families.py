@@ -42,12 +42,17 @@ class Family:
         `checkpoint_variables()` and `embedding_table`.
       tokenizer: `tokenizer(vocab_file, do_lower_case, **kwargs)`, the host tokenizer; its
         `special_tokens` (a `SpecialTokens`) name the family's special tokens.
+      graph_tokenizer: `graph_tokenizer(vocab, do_lower_case, core_ops=True)`, the same
+        tokenizer in TensorFlow ops for SavedModels that take text (`bert_tf.serving`): a
+        tf.Module mapping string [N] to ragged int64 piece ids [N, None], with the host
+        tokenizer's ids; `core_ops=True` keeps it to core TensorFlow ops.
     """
 
     name: str
     config: type
     encoder: type
     tokenizer: object
+    graph_tokenizer: object
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +94,22 @@ class SpecialTokens:
         else:
             text = "".join(tokens).replace(self.word_start_prefix, " ")
         return " ".join(text.split())
+
+
+def default_special_tokens():
+    """The special tokens of the default family's tokenizer: those google-research/bert's code
+    lays out, for functions that keep the original's signature (no tokenizer argument)."""
+    return get(DEFAULT).tokenizer.special_tokens
+
+
+def special_tokens_of(tokenizer):
+    """The `SpecialTokens` of `tokenizer`: its `special_tokens`, else the default family's.
+
+    A tokenizer without the attribute is google-research/bert's own `FullTokenizer` (the tests
+    and their scripts compare our data code with the original's on it), whose tokens those are.
+    """
+    tokens = getattr(tokenizer, "special_tokens", None)
+    return tokens if tokens is not None else default_special_tokens()
 
 
 class UnknownFamilyError(ValueError):

@@ -38,7 +38,7 @@ from absl import logging
 
 from bert_tf import files
 from bert_tf.data.pairs import pad_to, pair_tokens
-from bert_tf.tokenization import special_tokens_of
+from bert_tf.families import special_tokens_of
 
 NUM_LOGGED_EXAMPLES = 5
 # The original's pair rule: greedy, so the last " ||| " splits; spaces required on both sides.
@@ -534,7 +534,7 @@ def run_extract_features(options, strategy=None):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     from bert_tf import families
-    from bert_tf.tokenization import VocabError
+    from bert_tf.text import VocabError
 
     config = families.read_config(options.bert_config_file)
     layer_indexes = parse_layer_indexes(options.layers, config.num_hidden_layers)

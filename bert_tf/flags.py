@@ -167,7 +167,7 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     from bert_tf import families
     from bert_tf.checkpoints import CheckpointError
     from bert_tf.files import OutputError
-    from bert_tf.tokenization import VocabError
+    from bert_tf.text import VocabError
     from bert_tf.training.input_pipeline import InputError
     from bert_tf.training.output_lock import OutputDirInUseError
     from bert_tf.training.strategy import StrategyError

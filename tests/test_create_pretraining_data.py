@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_DIR, golden_path
-from bert_tf.data import pipeline
+from bert_tf.bert import pretraining_data
 from bert_tf.data import writer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,13 +57,13 @@ def _options(tmp_path, **kw):
                 output_file=str(tmp_path / "out.tfrecord"),
                 vocab_file=_shared_data("uncased_vocab.txt"), progress_seconds=0.0)
     args.update(kw)
-    return pipeline.PretrainingDataOptions(**args)
+    return pretraining_data.PretrainingDataOptions(**args)
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_FLAGS))
 def test_golden_records(tmp_path, name):
     golden = golden_path("data", name)
-    summary = pipeline.create_pretraining_data(_options(tmp_path, **GOLDEN_FLAGS[name]))
+    summary = pretraining_data.create_pretraining_data(_options(tmp_path, **GOLDEN_FLAGS[name]))
     _assert_same_records(tmp_path / "out.tfrecord", golden)
     assert summary.num_instances == len(_records(golden))
     assert os.listdir(tmp_path) == ["out.tfrecord"]
@@ -72,7 +72,7 @@ def test_golden_records(tmp_path, name):
 @pytest.mark.slow
 def test_golden_records_with_fast_tokenizer(tmp_path):
     golden = golden_path("data", "sample_wwm.tfrecord")
-    pipeline.create_pretraining_data(
+    pretraining_data.create_pretraining_data(
         _options(tmp_path, tokenizer="fast", **GOLDEN_FLAGS["sample_wwm.tfrecord"]))
     _assert_same_records(tmp_path / "out.tfrecord", golden)
 
@@ -96,8 +96,8 @@ def test_command_line_golden_and_logs(tmp_path):
 def test_does_not_import_tensorflow(tmp_path):
     code = (
         "import sys\n"
-        "from bert_tf.data import pipeline\n"
-        f"pipeline.create_pretraining_data(pipeline.PretrainingDataOptions("
+        "from bert_tf.bert import pretraining_data\n"
+        f"pretraining_data.create_pretraining_data(pretraining_data.PretrainingDataOptions("
         f"input_file={_shared_data('sample_text.txt')!r}, output_file={str(tmp_path / 'o')!r}, "
         f"vocab_file={_shared_data('uncased_vocab.txt')!r}, dupe_factor=1))\n"
         "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n")
@@ -115,11 +115,11 @@ def test_comma_lists_globs_and_round_robin(tmp_path):
     (tmp_path / "part1.txt").write_text("\n".join(lines[:5]) + "\n", encoding="utf-8")
     (tmp_path / "part2.txt").write_text("\n".join(lines[5:]), encoding="utf-8")
     one = _options(tmp_path, output_file=str(tmp_path / "single.tfrecord"), dupe_factor=2)
-    pipeline.create_pretraining_data(one)
+    pretraining_data.create_pretraining_data(one)
     outs = [str(tmp_path / f"rr{i}.tfrecord") for i in range(3)]
     split = _options(tmp_path, input_file=f"{tmp_path}/part1.txt,{tmp_path}/part2*.txt",
                      output_file=",".join(outs), dupe_factor=2)
-    pipeline.create_pretraining_data(split)
+    pretraining_data.create_pretraining_data(split)
     single = [x.numpy() for x in tf.data.TFRecordDataset(str(tmp_path / "single.tfrecord"))]
     parts = [[x.numpy() for x in tf.data.TFRecordDataset(p)] for p in outs]
     assert [r for i in range(len(single)) for r in [parts[i % 3][i // 3]]] == single
@@ -130,11 +130,11 @@ def test_sharded_mode_is_deterministic_and_different(tmp_path):
     import tensorflow as tf
 
     identical = _options(tmp_path, output_file=str(tmp_path / "one.tfrecord"), dupe_factor=4)
-    pipeline.create_pretraining_data(identical)
+    pretraining_data.create_pretraining_data(identical)
     runs = []
     for run in range(2):
         out = str(tmp_path / f"run{run}.tfrecord")
-        summary = pipeline.create_pretraining_data(
+        summary = pretraining_data.create_pretraining_data(
             _options(tmp_path, output_file=out, dupe_factor=4, num_workers=2))
         names = [f"{out}-00000-of-00002", f"{out}-00001-of-00002"]
         assert summary.output_files == names
@@ -183,11 +183,11 @@ def _text(tmp_path, text, name="in.txt"):
     (dict(num_workers=0), "--num_workers=0"),
 ])
 def test_flag_out_of_range(tmp_path, overrides, match):
-    options = pipeline.PretrainingDataOptions(
+    options = pretraining_data.PretrainingDataOptions(
         input_file=_text(tmp_path, "a b\nb a\n"), output_file=str(tmp_path / "out.tfrecord"),
         vocab_file=_tiny_vocab(tmp_path), **overrides)
-    with pytest.raises(pipeline.DataError, match=match):
-        pipeline.create_pretraining_data(options)
+    with pytest.raises(pretraining_data.DataError, match=match):
+        pretraining_data.create_pretraining_data(options)
     assert not (tmp_path / "out.tfrecord").exists()
 
 
@@ -198,8 +198,8 @@ def _error(tmp_path, match, **kw):
     args.setdefault("output_file", str(tmp_path / "out.tfrecord"))
     if "vocab_file" not in args:
         args["vocab_file"] = _tiny_vocab(tmp_path)
-    with pytest.raises(pipeline.DataError, match=match):
-        pipeline.create_pretraining_data(pipeline.PretrainingDataOptions(**args))
+    with pytest.raises(pretraining_data.DataError, match=match):
+        pretraining_data.create_pretraining_data(pretraining_data.PretrainingDataOptions(**args))
     assert not [n for n in os.listdir(tmp_path) if "tfrecord" in n], "no output may exist"
 
 
@@ -254,11 +254,11 @@ def test_interrupted_run_leaves_no_complete_looking_file(tmp_path, monkeypatch):
         return encode_batch(self, *args)
 
     monkeypatch.setattr(features.BatchExampleEncoder, "encode_batch", interrupted)
-    monkeypatch.setattr(pipeline, "WRITE_BATCH", 16)
+    monkeypatch.setattr(pretraining_data, "WRITE_BATCH", 16)
     monkeypatch.setattr(writer.TFRecordFile.__init__, "__defaults__", (8,))  # flush often
     outs = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
     with pytest.raises(KeyboardInterrupt):
-        pipeline.create_pretraining_data(_options(tmp_path, output_file=",".join(outs)))
+        pretraining_data.create_pretraining_data(_options(tmp_path, output_file=",".join(outs)))
     assert len(calls) == 4
     assert os.listdir(tmp_path) == []
 

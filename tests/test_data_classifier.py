@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bert_tf import tokenization
+from bert_tf.bert import tokenization
 from bert_tf.data import classifier as cls
 from bert_tf.data import classifier_tasks as tasks_lib
 from bert_tf.data import records

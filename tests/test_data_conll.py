@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bert_tf.data import conll
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.bert.tokenization import FullTokenizer
 
 CONLL_TEXT = (
     "-DOCSTART- -X- -X- O\n"

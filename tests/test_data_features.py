@@ -146,7 +146,7 @@ def test_check_writable(tmp_path):
 
 
 def test_batch_encoder_equals_single_encoder_and_store_gather():
-    from bert_tf.data import instances
+    from bert_tf.bert import instances
     from bert_tf.data.documents import id_typecode
 
     r = random.Random(7)

@@ -224,7 +224,7 @@ def test_bad_vocab_and_output_dir_from_the_command_line(tmp_path):
 def test_tokenizer_strip_accents_option():
     """ELECTRA's tokenizer option: accents kept when lower-casing with strip_accents=False; it
     changes nothing without lower-casing (as there)."""
-    from bert_tf.tokenization import BasicTokenizer, FullTokenizer
+    from bert_tf.bert.tokenization import BasicTokenizer, FullTokenizer
 
     text = "Café naïve"
     assert BasicTokenizer().tokenize(text) == ["cafe", "naive"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bert_tf import feature_extraction as fe
-from bert_tf.tokenization import FullTokenizer
+from bert_tf.bert.tokenization import FullTokenizer
 from conftest import SHARED_DIR, golden_path
 
 DATA = Path(__file__).parent / "data" / "extract_features"

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from bert_tf import families, feature_extraction, tokenization
-from bert_tf.data import conll, instances, pairs, squad
+from bert_tf import families, feature_extraction
+from bert_tf.bert import instances, tokenization
+from bert_tf.data import conll, pairs, squad
 from bert_tf.families import SpecialTokens
 
 WORDPIECE = tokenization.WORDPIECE_SPECIAL_TOKENS
@@ -86,13 +87,13 @@ def test_families_take_wordpiece_from_their_tokenizer():
 
 
 def test_special_tokens_of():
-    assert tokenization.special_tokens_of(ToySentencePiece()) is SENTENCEPIECE
+    assert families.special_tokens_of(ToySentencePiece()) is SENTENCEPIECE
     # A tokenizer without the attribute is the original's: WordPiece.
-    assert tokenization.special_tokens_of(OriginalLikeTokenizer()) is WORDPIECE
+    assert families.special_tokens_of(OriginalLikeTokenizer()) is WORDPIECE
 
 
 def test_fast_tokenizer_has_wordpiece_tokens():
-    fast_tokenization = pytest.importorskip("bert_tf.fast_tokenization")
+    fast_tokenization = pytest.importorskip("bert_tf.bert.fast_tokenization")
     assert fast_tokenization.FastTokenizer.special_tokens is WORDPIECE
 
 
@@ -204,3 +205,49 @@ def test_squad_wordpiece_narrowing_unchanged():
     assert doc == ["in", "18", "##95", "th", "##en"]
     assert squad._improve_answer_span(doc, 1, 2, tokenizer, "95") == (1, 2)
     assert squad._improve_answer_span(doc, 1, 2, tokenizer, "18") == (1, 1)
+
+
+# -- exports: the family's graph tokenizer and special tokens ----------------------------------
+
+def test_every_family_has_a_graph_tokenizer_with_its_host_tokens():
+    for name in families.NAMES:
+        family = families.get(name)
+        assert callable(family.graph_tokenizer), name
+        assert family.tokenizer.special_tokens.cls, name
+    assert families.default_special_tokens() is WORDPIECE
+
+
+def test_serving_inputs_take_the_family_tokens():
+    pytest.importorskip("tensorflow")
+    from bert_tf.serving.inputs import ServingInputs
+
+    vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3}
+    inputs = ServingInputs(vocab, tokenizer=object(), family="electra")
+    assert inputs.special_tokens is families.get("electra").tokenizer.special_tokens
+    assert (inputs.cls_id, inputs.sep_id) == (1, 2)
+    with pytest.raises(families.UnknownFamilyError, match="model_type must be one of"):
+        ServingInputs(vocab, tokenizer=object(), family="nope")
+
+
+@pytest.mark.parametrize("special", [WORDPIECE, SENTENCEPIECE, BYTE_BPE],
+                         ids=["wordpiece", "sentencepiece", "byte_bpe"])
+def test_squad_export_answer_text_follows_the_rule(special):
+    """The graph's text of predicted pieces equals the host's `SpecialTokens.detokenize`."""
+    tf = pytest.importorskip("tensorflow")
+    from bert_tf.serving.inputs import ServingInputs
+    from bert_tf.serving.squad_export import SquadExport
+
+    mark = special.continuation_prefix or special.word_start_prefix
+    tokens = [special.unk, special.cls, special.sep, "a", "b", "c" + mark + "d"]
+    if special.continuation_prefix:
+        tokens += [mark + "b", mark + "c"]
+    else:
+        tokens += [mark + "a", mark + "b"]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    inputs = ServingInputs({WORDPIECE.cls: 1, WORDPIECE.sep: 2}, tokenizer=object())
+    inputs.special_tokens = special  # as a family with these tokens would give it
+    module = SquadExport(None, inputs, vocab)
+    spans = [tokens[3:], [tokens[-1], "a", tokens[-2]], ["b"], [], tokens[5:6]]
+    got = module.pred_text(tf.ragged.constant([[vocab[t] for t in s] for s in spans],
+                                              dtype=tf.int64))
+    assert [x.decode("utf-8") for x in got.numpy()] == [special.detokenize(s) for s in spans]

@@ -135,7 +135,7 @@ def test_is_out_of_space():
 # -- every writer ----------------------------------------------------------------------------
 
 def _tokenizer(tmp_path):
-    from bert_tf import tokenization
+    from bert_tf.bert import tokenization
 
     vocab = tmp_path / "vocab" / "vocab.txt"
     vocab.parent.mkdir(parents=True)

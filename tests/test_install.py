@@ -43,6 +43,8 @@ HELP = {
     "export": ("task", "checkpoint"),
     "predict": ("export_dir", "batch_size"),
     "hf": ("hf_dir", "checkpoint"),
+    "vocab": ("input_file", "vocab_size"),
+    "evaluation.squad_eval": ("na_prob_file", "out_file"),
     "electra.build_pretraining_dataset": ("corpus-dir", "vocab-file"),
     "electra.run_pretraining": ("data-dir", "model-name", "hparams"),
 }

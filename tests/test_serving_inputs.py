@@ -13,7 +13,7 @@ import tensorflow as tf
 from bert_tf.data.conll import sentence_windows
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.serving.inputs import ServingInputs, truncated_lengths
-from bert_tf.tokenization import BasicTokenizer, FullTokenizer
+from bert_tf.bert.tokenization import BasicTokenizer, FullTokenizer
 from conftest import SHARED_DIR
 
 VOCAB_FILE = SHARED_DIR / "data" / "uncased_vocab.txt"

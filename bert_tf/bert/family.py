@@ -1,6 +1,7 @@
 """BERT as the registry (`bert_tf.families`) sees it."""
 
-from bert_tf import families, tokenization
+from bert_tf import families
+from bert_tf.bert import fast_tokenization, tokenization
 from bert_tf.bert.config import BertConfig
 from bert_tf.bert.model import BertModel
 
@@ -9,4 +10,5 @@ FAMILY = families.Family(
     config=BertConfig,
     encoder=BertModel,
     tokenizer=tokenization.FullTokenizer,
+    graph_tokenizer=fast_tokenization.TokenizerModule,
 )

@@ -28,7 +28,8 @@ from typing import List, Optional, Union
 
 from absl import logging
 
-from bert_tf import files, tokenization
+from bert_tf import families, files
+from bert_tf.text import printable_text
 from bert_tf.data import writer as writer_lib
 from bert_tf.data.features import (TAG_FLOAT_LIST, TAG_INT64_LIST, Int64EntryHeads,
                                    LengthPrefixed, map_entry, varint)
@@ -115,7 +116,7 @@ class _Converter:
         self.label_map = (None if label_list is None
                           else {label: i for i, label in enumerate(label_list)})
         vocab = tokenizer.vocab
-        special = tokenization.special_tokens_of(tokenizer)
+        special = families.special_tokens_of(tokenizer)
         missing = [t for t in (special.cls, special.sep) if t not in vocab]
         if missing:
             raise ClassifierDataError(f"the vocab has no {' or '.join(missing)} token")
@@ -173,7 +174,7 @@ class _Converter:
         segments = [0] * num_a + [1] * (n - num_a) + padding
         logging.info("*** Example ***")
         logging.info("guid: %s", example.guid)
-        logging.info("tokens: %s", " ".join(tokenization.printable_text(t) for t in tokens))
+        logging.info("tokens: %s", " ".join(printable_text(t) for t in tokens))
         logging.info("input_ids: %s", " ".join(str(x) for x in input_ids + padding))
         logging.info("input_mask: %s", " ".join(str(x) for x in [1] * n + padding))
         logging.info("segment_ids: %s", " ".join(str(x) for x in segments))

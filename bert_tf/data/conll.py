@@ -34,7 +34,7 @@ import re
 
 from bert_tf import files
 from bert_tf.data.pairs import pad_to
-from bert_tf.tokenization import special_tokens_of
+from bert_tf.families import special_tokens_of
 
 OUTSIDE = "O"
 DOCSTART = "-DOCSTART-"

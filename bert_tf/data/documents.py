@@ -143,8 +143,8 @@ def read_lines(path):
 def lines_to_ids_function(tokenizer):
     """Returns f(list of str) -> list of id lists for any of the project's tokenizers.
 
-    `bert_tf.fast_tokenization.FastTokenizer.tokenize_to_ids` takes a batch;
-    `bert_tf.tokenization.FullTokenizer.tokenize_to_ids` takes one text; a tokenizer with the
+    `bert_tf.bert.fast_tokenization.FastTokenizer.tokenize_to_ids` takes a batch;
+    `bert_tf.bert.tokenization.FullTokenizer.tokenize_to_ids` takes one text; a tokenizer with the
     original's interface only has `tokenize` and `vocab`.
     """
     if type(tokenizer).__name__ == "FastTokenizer":

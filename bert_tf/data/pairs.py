@@ -11,18 +11,18 @@ empty b when max_seq_length is 3 or 4).
 Importing this module does not import TensorFlow.
 """
 
+from bert_tf import families
 from bert_tf.data.classifier import truncate_lengths
-from bert_tf.tokenization import WORDPIECE_SPECIAL_TOKENS
 
 
-def pair_tokens(tokens_a, tokens_b, max_seq_length, special_tokens=WORDPIECE_SPECIAL_TOKENS):
+def pair_tokens(tokens_a, tokens_b, max_seq_length, special_tokens=None):
     """The laid-out tokens of one example (inputs are not modified).
 
     Args:
       tokens_a: list of word pieces; tokens_b: list or None (empty = no b).
       max_seq_length: int >= 3.
-      special_tokens: the tokenizer's `SpecialTokens` (`tokenization.special_tokens_of`),
-        whose `cls` and `sep` stand for [CLS] and [SEP]; by default WordPiece's.
+      special_tokens: the tokenizer's `SpecialTokens` (`families.special_tokens_of`),
+        whose `cls` and `sep` stand for [CLS] and [SEP]; None: the default family's (WordPiece's).
     Returns:
       (tokens, segment_ids): lists of the same length <= max_seq_length, unpadded.
     """
@@ -31,6 +31,7 @@ def pair_tokens(tokens_a, tokens_b, max_seq_length, special_tokens=WORDPIECE_SPE
         tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
     else:
         tokens_a, tokens_b = tokens_a[:max_seq_length - 2], []
+    special_tokens = special_tokens or families.default_special_tokens()
     cls, sep = special_tokens.cls, special_tokens.sep
     tokens = [cls, *tokens_a, sep]
     segment_ids = [0] * len(tokens)

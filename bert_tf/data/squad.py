@@ -55,10 +55,10 @@ import re
 
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.data.features import Int64EntryHeads, varint
 from bert_tf.data.writer import RoundRobinRecordWriter
-from bert_tf.tokenization import special_tokens_of
+from bert_tf.families import special_tokens_of
+from bert_tf.text import printable_text, whitespace_tokenize
 
 __all__ = [
     "SquadDataError",
@@ -230,7 +230,7 @@ def _read_answer(example, qa, where, context, word_starts, version_2_with_negati
             "1 answer")
     text = _field(answers[0], "text", (str,), f"{where}, answer")
     answer_start = _field(answers[0], "answer_start", (int,), f"{where}, answer")
-    cleaned = " ".join(tokenization.whitespace_tokenize(text))
+    cleaned = " ".join(whitespace_tokenize(text))
     if not cleaned:
         raise SquadDataError(f"{where}: the answer text {text!r} is empty")
     if answer_start < 0 or answer_start + len(text) > len(context):
@@ -513,7 +513,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
       examples: list of SquadExample (training examples are pre-shuffled by the caller, as the
         original does with `random.Random(12345)`).
       tokenizer: a FullTokenizer (ours or the original's): `tokenize`, `convert_tokens_to_ids`,
-        `inv_vocab`; its `special_tokens` (`tokenization.special_tokens_of`) give the window's
+        `inv_vocab`; its `special_tokens` (`families.special_tokens_of`) give the window's
         [CLS] and [SEP] and the word-boundary rule of the answer alignment.
       max_seq_length, doc_stride, max_query_length: the run_squad.py flags (384, 128, 64).
       is_training: set start/end positions (0 for an answer outside the window, or impossible).
@@ -575,7 +575,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 
 
 def _log_feature(feature, example, is_training):
-    printable = tokenization.printable_text
+    printable = printable_text
     tokens = feature.tokens
     logging.info("*** Example ***")
     logging.info("unique_id: %s" % feature.unique_id)

@@ -44,7 +44,8 @@ import random
 import sys
 import time
 
-from bert_tf import files, tokenization
+from bert_tf import families, files
+from bert_tf.bert import tokenization
 from bert_tf.data import writer as writer_lib
 from bert_tf.data.documents import DataError
 from bert_tf.data.features import Int64EntryHeads, varint
@@ -256,7 +257,7 @@ def write_examples(job_id, options, seed, rename=True, tokenizer=None):
     rng = random.Random(seed + job_id)
     _log(job_id, "Creating example writer")
     tokenizer = tokenizer or load_tokenizer(options)
-    special = tokenization.special_tokens_of(tokenizer)
+    special = families.special_tokens_of(tokenizer)
     encoder = ExampleEncoder(options.max_seq_length, max(tokenizer.vocab.values()) + 1,
                              tokenizer.vocab[special.cls], tokenizer.vocab[special.sep])
     builder = ExampleBuilder(options.max_seq_length, rng)

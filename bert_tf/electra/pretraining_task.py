@@ -296,7 +296,7 @@ def run(hp, strategy=None, step_callback=None, **settings):
       (last checkpoint prefix or None, eval results or None).
     """
     from bert_tf.electra.config import discriminator_config, generator_config
-    from bert_tf.tokenization import VocabError, load_vocab
+    from bert_tf.text import VocabError, load_vocab
     from bert_tf.training import input_pipeline
 
     if hp.do_train == hp.do_eval:

@@ -44,7 +44,8 @@ import sys
 import numpy as np
 from absl import logging
 
-from bert_tf import files, tokenization
+from bert_tf import families, files
+from bert_tf.text import BasicTokenizer
 
 __all__ = [
     "RawResult",
@@ -121,7 +122,7 @@ class _WordTokens(dict):
 
     def __init__(self, do_lower_case):
         super().__init__()
-        self.tokenizer = tokenization.BasicTokenizer(do_lower_case)
+        self.tokenizer = BasicTokenizer(do_lower_case)
 
     def __missing__(self, word):
         value = " ".join(self.tokenizer.tokenize(word))
@@ -272,7 +273,7 @@ _CHUNK = 64
 def compute_predictions(all_examples, all_features, all_results, n_best_size, max_answer_length,
                         do_lower_case, version_2_with_negative=False,
                         null_score_diff_threshold=0.0, verbose_logging=False,
-                        special_tokens=tokenization.WORDPIECE_SPECIAL_TOKENS):
+                        special_tokens=None):
     """The three outputs of `write_predictions`, as dicts (qas_id keys in example order).
 
     Returns:
@@ -288,7 +289,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     output = ({}, {}, {})
     predict = _ExamplePredictor(n_best_size, do_lower_case, version_2_with_negative,
                                 null_score_diff_threshold, _FinalText(verbose_logging), output,
-                                special_tokens)
+                                special_tokens or families.default_special_tokens())
     # Examples in blocks: numpy works on all windows of a block at once, memory stays bounded.
     for block_start in range(0, len(all_examples), _BLOCK_EXAMPLES):
         examples = all_examples[block_start:block_start + _BLOCK_EXAMPLES]
@@ -484,7 +485,7 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
                       do_lower_case, output_prediction_file, output_nbest_file,
                       output_null_log_odds_file, version_2_with_negative=False,
                       null_score_diff_threshold=0.0, verbose_logging=False,
-                      special_tokens=tokenization.WORDPIECE_SPECIAL_TOKENS):
+                      special_tokens=None):
     """Writes predictions.json, nbest_predictions.json and (2.0) null_odds.json.
 
     Args:
@@ -496,7 +497,7 @@ def write_predictions(all_examples, all_features, all_results, n_best_size, max_
       null_score_diff_threshold, verbose_logging: the run_squad.py flags (20, 30, -, False,
         0.0, False).
       special_tokens: the tokenizer's `SpecialTokens`, whose `detokenize` joins a span's
-        pieces (WordPiece's by default: run_squad.py's " ##" rule).
+        pieces; None: the default family's (WordPiece: run_squad.py's " ##" rule).
       output_*_file: paths; each is written whole or not at all (`files.write_atomic`).
 
     Returns:

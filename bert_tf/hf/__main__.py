@@ -71,7 +71,7 @@ def main(argv):
     from bert_tf.families import ConfigError
     from bert_tf.hf import HubError
     from bert_tf.hf.convert import export_checkpoint, import_snapshot
-    from bert_tf.tokenization import VocabError
+    from bert_tf.text import VocabError
 
     try:
         if verb == "import":

@@ -17,7 +17,8 @@ import uuid
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import checkpoints, families, tokenization
+from bert_tf import checkpoints, families
+from bert_tf.text import VocabError, load_vocab
 from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json
@@ -72,7 +73,7 @@ def import_snapshot(hf_dir, output_dir):
     (do_lower_case), `task.json` (a classifier's or tagger's labels, as run_classifier.py /
     run_tagging.py write it) and `hf_import.json` (the source, the tensors generated).
 
-    Returns a `Result`. Raises HubError (snapshot), CheckpointError, tokenization.VocabError.
+    Returns a `Result`. Raises HubError (snapshot), CheckpointError, VocabError.
     """
     snap = snapshot.read_snapshot(hf_dir)
     report = list(snap.report)
@@ -91,7 +92,7 @@ def import_snapshot(hf_dir, output_dir):
         vocab_path = os.path.join(tmp, tokenizer_files.VOCAB_FILE)
         with open(vocab_path, "wb") as f:
             f.write(vocab_bytes)
-        vocab = tokenization.load_vocab(vocab_path)
+        vocab = load_vocab(vocab_path)
         if len(vocab) > config.vocab_size:
             raise HubError(f"{vocab_source}: {len(vocab)} tokens, more than vocab_size "
                            f"{config.vocab_size} of config.json")
@@ -200,7 +201,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
                        "Transformers name")
     prefix = checkpoints.resolve_checkpoint_path(checkpoint)
     directory = os.path.dirname(prefix)
-    vocab = tokenization.load_vocab(vocab_file)
+    vocab = load_vocab(vocab_file)
     if len(vocab) > config.vocab_size:
         raise HubError(f"{vocab_file}: {len(vocab)} tokens, more than vocab_size "
                        f"{config.vocab_size} of {bert_config_file}")
@@ -277,7 +278,8 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         labels = None
     regression = num_labels == 1 and "classifier" in heads and task_info.get("labels", 0) is None
     hub_config = _hub_config(config, table, architecture, labels and [str(x) for x in labels],
-                             num_labels, regression, vocab.get("[PAD]", 0))
+                             num_labels, regression,
+                             vocab.get(families.of(config).tokenizer.special_tokens.pad, 0))
     report.append(f"config: hidden_act {config.hidden_act!r} -> {hub_config['hidden_act']!r} "
                   "(Transformers' name of the same function)")
     with _staged_output(output_dir) as tmp:

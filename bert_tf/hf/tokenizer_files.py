@@ -26,7 +26,7 @@ SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD
                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 _ORIGINAL_MAX_CHARS = 200
 # The released checkpoints' folder names say their casing (as
-# tokenization.validate_case_matches_checkpoint reads them).
+# bert_tf.text.validate_case_matches_checkpoint reads them).
 _CASED_NAME = re.compile(r"(^|[_-])cased_L-")
 _UNCASED_NAME = re.compile(r"(^|[_-])uncased_L-|^(multilingual|chinese)_L-")
 

@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from bert_tf import families, files, tokenization
+from bert_tf import families, files
 from bert_tf.checkpoints import load_original_checkpoint
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.feature_extraction import parse_layer_indexes
@@ -22,6 +22,7 @@ from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
+from bert_tf.text import load_vocab
 from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
@@ -178,7 +179,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         (run_squad.py 128, run_tagging.py 64).
       max_query_length, n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold: SQuAD, run_squad.py's flags.
-      tokenizer: an existing `TokenizerModule` for the vocab (building one takes seconds).
+      tokenizer: an existing graph tokenizer for the vocab (the family's `graph_tokenizer`;
+        building one takes seconds).
       dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
     Returns:
       (module, info dict for bert_tf_export.json).
@@ -204,10 +206,11 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         raise ExportError(f"--task={task} needs label names (--labels)")
     if not tf.io.gfile.exists(vocab_file):
         raise ExportError(f"--vocab_file={vocab_file}: no such file")
-    vocab = tokenization.load_vocab(vocab_file)
+    vocab = load_vocab(vocab_file)
     try:
         inputs = ServingInputs(vocab, do_lower_case, max_seq_length, doc_stride,
-                               tokenizer=tokenizer, dynamic_padding=dynamic_padding)
+                               tokenizer=tokenizer, dynamic_padding=dynamic_padding,
+                               family=families.of(config).name)
     except ValueError as e:
         raise ExportError(f"--vocab_file={vocab_file}: {e}") from None
     hidden = config.hidden_size

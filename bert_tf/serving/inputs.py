@@ -4,9 +4,10 @@
 same input_ids / input_mask / segment_ids as the Python path (FullTokenizer, then
 `bert_tf.data.pairs`: the longer of a/b loses its last token until both fit in
 max_seq_length - 3, ties trim b; an empty or untokenizable b gives the single layout, a cut to
-max_seq_length - 2). Word pieces come from `bert_tf.fast_tokenization.TokenizerModule` in its
-core-op mode (`core_ops=True`: normalization tables and WordPiece by hash-table lookups, no
-tensorflow-text op), whose ids equal FullTokenizer's. The module holds every table as a
+max_seq_length - 2). Word pieces come from the family's `graph_tokenizer` (BERT's and
+ELECTRA's: `bert_tf.bert.fast_tokenization.TokenizerModule`) in its core-op mode
+(`core_ops=True`: normalization tables and WordPiece by hash-table lookups, no tensorflow-text
+op), whose ids equal FullTokenizer's. The module holds every table as a
 constant, so a SavedModel that contains it needs only `tensorflow` to run (plain
 `saved_model_cli run` works).
 
@@ -37,10 +38,10 @@ where that piece has the most context. A word without pieces has no tag position
 
 import tensorflow as tf
 
-from bert_tf import tokenization
-from bert_tf.fast_tokenization import TokenizerModule
+from bert_tf import families
 from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
+from bert_tf.text import is_control, is_whitespace
 from bert_tf.training.padding import padded_length
 
 
@@ -85,13 +86,13 @@ def _character_class(predicate):
 
 def _removed(cp):
     """Characters the original's cleaning drops (NUL, U+FFFD, control and format characters)."""
-    return cp == 0 or cp == 0xFFFD or tokenization.is_control(chr(cp))
+    return cp == 0 or cp == 0xFFFD or is_control(chr(cp))
 
 
 def _separator(cp):
     """Characters that separate words once the text is cleaned."""
     char = chr(cp)
-    return not _removed(cp) and (tokenization.is_whitespace(char) or char.isspace())
+    return not _removed(cp) and (is_whitespace(char) or char.isspace())
 
 
 def _prefix(ragged, lengths):
@@ -112,23 +113,26 @@ class ServingInputs(tf.Module):
     """In-graph `[CLS] a [SEP] (b [SEP])` inputs from raw strings (see module docstring).
 
     Args:
-      vocab: dict token -> id (e.g. `bert_tf.tokenization.load_vocab(path)`); it must hold
-        [CLS], [SEP] and [UNK].
+      vocab: dict token -> id (e.g. `bert_tf.text.load_vocab(path)`); it must hold the
+        family's [CLS], [SEP] and [UNK].
       do_lower_case: as for FullTokenizer.
       max_seq_length: positions per example (>= 3).
       doc_stride: pieces between the starts of a text's windows in `words` (>= 1).
-      tokenizer: an existing TokenizerModule for `vocab` (building one takes seconds); pass
+      tokenizer: an existing graph tokenizer for `vocab` (building one takes seconds); pass
         one built with `core_ops=True` (the default) to keep the SavedModel free of
         tensorflow-text ops.
+      family: the `model_type` whose tokenizer and special tokens to use (default: the
+        default family's).
       dynamic_padding: pad a batch to its longest sequence rounded up (see module docstring)
         rather than to max_seq_length.
     """
 
     def __init__(self, vocab, do_lower_case=True, max_seq_length=128, doc_stride=128,
-                 tokenizer=None, dynamic_padding=True, name="serving_inputs"):
+                 tokenizer=None, dynamic_padding=True, family=families.DEFAULT,
+                 name="serving_inputs"):
         super().__init__(name=name)
-        # The in-graph tokenizer is WordPiece: its special tokens.
-        special = tokenization.WORDPIECE_SPECIAL_TOKENS
+        family = families.get(family)
+        special = family.tokenizer.special_tokens
         missing = [t for t in (special.cls, special.sep) if t not in vocab]
         if missing:
             raise ValueError(f"ServingInputs: the vocab has no {' or '.join(missing)} entry")
@@ -141,8 +145,9 @@ class ServingInputs(tf.Module):
         self.dynamic_padding = bool(dynamic_padding)
         # Core TensorFlow ops only, so that a SavedModel holding this module needs nothing
         # but `tensorflow` (plain `saved_model_cli run` works).
-        self.tokenizer = tokenizer or TokenizerModule(vocab, do_lower_case=do_lower_case,
-                                                      core_ops=True)
+        self.tokenizer = tokenizer or family.graph_tokenizer(vocab, do_lower_case=do_lower_case,
+                                                             core_ops=True)
+        self.special_tokens = special
         self.cls_id = int(vocab[special.cls])
         self.sep_id = int(vocab[special.sep])
         self._removed = _character_class(_removed)

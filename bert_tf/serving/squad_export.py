@@ -9,7 +9,6 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import tokenization
 from bert_tf.evaluation.squad_predictions import NO_ANSWER_NULL_ODDS
 from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
                                      word_pieces)
@@ -218,18 +217,25 @@ class SquadExport(tf.Module):
                 "null_score_diff": null_score_diff}
 
     def pred_text(self, pred_ids):
-        """run_squad.py's text of predicted pieces: their vocab strings joined by " ", " ##"
-        and "##" removed, spaces collapsed (pieces hold no other whitespace).
+        """run_squad.py's text of predicted pieces, `SpecialTokens.detokenize` in graph ops:
+        WordPiece's vocab strings joined by " ", " ##" and "##" removed; word-start prefixes
+        (SentencePiece's, byte-level BPE's) joined by "", each prefix a space; then spaces
+        collapsed (pieces hold no other whitespace).
 
         pred_ids: ragged int [N, None] -> string [N].
         """
-        text = tf.strings.reduce_join(tf.gather(self.vocab_tokens, pred_ids), axis=1,
-                                      separator=" ")
-        # str.replace's left-to-right non-overlapping matches, as RE2's global replace. The
-        # in-graph tokenizer is WordPiece: its continuation prefix.
-        prefix = re.escape(tokenization.WORDPIECE_SPECIAL_TOKENS.continuation_prefix)
-        text = tf.strings.regex_replace(text, " " + prefix, "")
-        return _single_spaced(tf.strings.regex_replace(text, prefix, ""))
+        special = self.inputs.special_tokens
+        pieces = tf.gather(self.vocab_tokens, pred_ids)
+        # str.replace's left-to-right non-overlapping matches, as RE2's global replace.
+        if special.continuation_prefix is not None:
+            prefix = re.escape(special.continuation_prefix)
+            text = tf.strings.reduce_join(pieces, axis=1, separator=" ")
+            text = tf.strings.regex_replace(text, " " + prefix, "")
+            text = tf.strings.regex_replace(text, prefix, "")
+        else:
+            text = tf.strings.reduce_join(pieces, axis=1)
+            text = tf.strings.regex_replace(text, re.escape(special.word_start_prefix), " ")
+        return _single_spaced(text)
 
     def final_text(self, pred_text, orig_text):
         """run_squad.py's `get_final_text(pred_text, orig_text, do_lower_case)` in graph ops

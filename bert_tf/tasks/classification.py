@@ -15,7 +15,8 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from bert_tf import families, files, tokenization
+from bert_tf import families, files
+from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.data import classifier as data
 from bert_tf.data.classifier_tasks import get_processor
 from bert_tf.data.records import records_are_current, records_meta
@@ -254,7 +255,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
         raise ClassifierError(
             "At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     try:
-        tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+        validate_case_matches_checkpoint(options.do_lower_case,
                                                       options.init_checkpoint)
     except ValueError as e:
         raise ClassifierError(str(e)) from None

@@ -17,7 +17,8 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import families, files, tokenization
+from bert_tf import families, files
+from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.data import squad as squad_data
 from bert_tf.evaluation import squad_eval, squad_predictions
 from bert_tf.layers.heads import SpanHead
@@ -115,7 +116,7 @@ def validate_flags(config, options, do_train, do_predict):
     """The original's start-up checks, in its order (`validate_flags_or_throw`), then the
     ones it lacks (a doc_stride that never advances or skips past the window)."""
     try:
-        tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+        validate_case_matches_checkpoint(options.do_lower_case,
                                                       options.init_checkpoint)
     except ValueError as e:
         raise SquadError(str(e)) from None

@@ -23,7 +23,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import families, tokenization
+from bert_tf import families
+from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.data import conll
 from bert_tf.evaluation import tagging_metrics
 from bert_tf.layers.heads import TokenClassifierHead
@@ -267,7 +268,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     if not (do_train or do_eval or do_predict):
         raise TaggingError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     try:
-        tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+        validate_case_matches_checkpoint(options.do_lower_case,
                                                       options.init_checkpoint)
     except ValueError as e:
         raise TaggingError(str(e)) from None

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
 
-from bert_tf import tokenization  # noqa: E402
+from bert_tf.bert import tokenization  # noqa: E402
 from tools.original import load_original_module  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Instance building and masking (bert_tf/data/instances.py).
+"""Instance building and masking (bert_tf/bert/instances.py).
 
 `_reference_instances` is a deliberately plain version of the original algorithm (token
 strings, list deletions, `random.Random.shuffle` / `randint` called directly), written from
@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from bert_tf.data import instances
+from bert_tf.bert import instances
 from bert_tf.data.documents import Corpus
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bert_tf import tokenization, vocab
+from bert_tf.bert import tokenization, vocab
 from conftest import SHARED_DIR
 
 REPO = Path(__file__).resolve().parents[1]

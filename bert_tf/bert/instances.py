@@ -29,7 +29,7 @@ import array
 import numpy as np
 
 from bert_tf.data.documents import DataError
-from bert_tf.tokenization import WORDPIECE_SPECIAL_TOKENS
+from bert_tf.bert.tokenization import WORDPIECE_SPECIAL_TOKENS
 
 
 class InstanceStore:
@@ -147,7 +147,7 @@ class InstanceMaker:
       max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq,
       do_whole_word_mask: the flags of the same names.
       rng: the `random.Random(random_seed)` every choice is drawn from.
-      special_tokens: the tokenizer's `SpecialTokens` (`tokenization.special_tokens_of`): its
+      special_tokens: the tokenizer's `SpecialTokens` (`families.special_tokens_of`): its
         cls, sep and mask, and the word-boundary rule of whole-word masking; WordPiece's by
         default (BERT's).
     """

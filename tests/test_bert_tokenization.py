@@ -1,4 +1,4 @@
-"""bert_tf.tokenization gives exactly the original google-research/bert tokenizer's output.
+"""bert_tf.bert.tokenization gives exactly the original google-research/bert tokenizer's output.
 
 Three layers of evidence:
   * hand-written expectations for the key rules (no external files needed);
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bert_tf import tokenization
+from bert_tf.bert import tokenization
 from tools.original import load_original_module
 from conftest import SHARED_DIR, load_recorder
 
@@ -185,7 +185,7 @@ def test_validate_case_matches_checkpoint():
 
 
 def test_import_does_not_load_tensorflow():
-    code = ("import sys, bert_tf.tokenization as t; "
+    code = ("import sys, bert_tf.bert.tokenization as t; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 

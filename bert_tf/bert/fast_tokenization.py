@@ -19,7 +19,7 @@ folding differ from Python's `str.lower` + `unicodedata`, which define the origi
    fixed mapping (two exceptions below): cleaning (drop NUL, U+FFFD, Cc/Cf; whitespace -> space),
    spaces around its CJK ranges, with do_lower_case `str.lower` + NFD + dropping Mn, then spaces
    around punctuation. We evaluate that chain for every code point 0..U+10FFFF once, with the
-   same helper functions `bert_tf.tokenization` uses, into a gather table (code point -> output
+   same helper functions `bert_tf.bert.tokenization` uses, into a gather table (code point -> output
    code points). In the graph: UTF-8 decode, gather, UTF-8 encode; the words of the result,
    split on spaces, are exactly the original's.
    Exceptions, both only with do_lower_case:
@@ -69,7 +69,7 @@ folding differ from Python's `str.lower` + `unicodedata`, which define the origi
    with no placeholder. Pieces are put in order by scattering them to (start of their word +
    their position in it).
 
-The tables (points 1, 2 and 5) are built by `bert_tf.fast_tokenization_tables`; they depend on
+The tables (points 1, 2 and 5) are built by `bert_tf.bert.fast_tokenization_tables`; they depend on
 the Python `unicodedata` version (`unicodedata.unidata_version`) of the process that builds
 them; a SavedModel keeps the tables it was built with.
 """
@@ -80,13 +80,13 @@ import os
 
 import numpy as np
 
-from bert_tf import tokenization
-from bert_tf.fast_tokenization_tables import (CAPITAL_SIGMA, CASED, FINAL_SIGMA_INDEX,
-                                              MAX_CODE_POINT, ascii_lane_is_exact,
-                                              build_char_tables, char_flags,
-                                              core_wordpiece_tables, e2e_unsafe_table,
-                                              fast_wordpiece_vocab, import_tf, import_tf_text,
-                                              padded_table)
+from bert_tf.bert import tokenization
+from bert_tf.bert.fast_tokenization_tables import (CAPITAL_SIGMA, CASED, FINAL_SIGMA_INDEX,
+                                                   MAX_CODE_POINT, ascii_lane_is_exact,
+                                                   build_char_tables, char_flags,
+                                                   core_wordpiece_tables, e2e_unsafe_table,
+                                                   fast_wordpiece_vocab, import_tf,
+                                                   import_tf_text, padded_table)
 
 _BATCH_TEXTS = 2048
 
@@ -471,7 +471,7 @@ def _make_module_class():
             check = tf.debugging.Assert(
                 tf.logical_not(tf.reduce_any(inexact)),
                 ["bert_tf TokenizerModule: a text holds two or more combining characters that "
-                 "NFD may reorder; tokenize it with bert_tf.tokenization.FullTokenizer. Texts:",
+                 "NFD may reorder; tokenize it with bert_tf.bert.tokenization.FullTokenizer. Texts:",
                  tf.boolean_mask(texts, inexact)], summarize=3)
             with tf.control_dependencies([check]):
                 return tf.identity(ids)

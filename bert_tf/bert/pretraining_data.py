@@ -23,10 +23,10 @@ from absl import logging
 
 from bert_tf.data import documents as documents_lib
 from bert_tf.data import features as features_lib
-from bert_tf.data import instances as instances_lib
 from bert_tf.data import writer as writer_lib
+from bert_tf.bert import instances as instances_lib
 from bert_tf.data.documents import DataError
-from bert_tf.tokenization import special_tokens_of
+from bert_tf.families import special_tokens_of
 
 NUM_LOGGED_EXAMPLES = 20
 WORD_CACHE_SIZE = 1_000_000
@@ -107,18 +107,18 @@ def output_paths(output_file, num_workers=1, shard_index=None):
 def load_tokenizer(vocab_file, do_lower_case, kind="auto"):
     """The tokenizer that reads the corpus; every kind gives the original's ids.
 
-    "auto" and "python" are `bert_tf.tokenization.FullTokenizer`: pure Python, memoized per
+    "auto" and "python" are `bert_tf.bert.tokenization.FullTokenizer`: pure Python, memoized per
     word, it tokenized the benchmark corpus at about 1M tokens/s, faster than the
     tensorflow-text `FastTokenizer` ("fast") on this workload, without importing TensorFlow
     (~0.6 GB) or building the fast tokenizer's tables (~7 s, ~0.3 GB). "fast" may win on text
     with few repeated words.
     """
-    from bert_tf import tokenization  # pylint: disable=g-import-not-at-top
+    from bert_tf.bert import tokenization  # pylint: disable=g-import-not-at-top
 
     try:
         if kind == "fast":
             try:
-                from bert_tf import fast_tokenization  # pylint: disable=g-import-not-at-top
+                from bert_tf.bert import fast_tokenization  # pylint: disable=g-import-not-at-top
             except ImportError as e:
                 raise DataError(f"--tokenizer=fast: the fast tokenizer is unavailable ({e})") from None
             return fast_tokenization.FastTokenizer(vocab_file, do_lower_case=do_lower_case)

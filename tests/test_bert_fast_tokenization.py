@@ -18,8 +18,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_text")
 
-from bert_tf import fast_tokenization, fast_tokenization_tables, tokenization  # noqa: E402
-from test_tokenization import (  # noqa: E402
+from bert_tf.bert import fast_tokenization, fast_tokenization_tables, tokenization  # noqa: E402
+from bert_tf.text import is_chinese_char  # noqa: E402
+from test_bert_tokenization import (  # noqa: E402
     GOLDEN, SAMPLE_TEXT, SMALL_VOCAB, UNCASED_VOCAB, fuzz_corpus, read_cases, read_expected,
     write_vocab)
 
@@ -388,7 +389,7 @@ def test_tables_agree_with_str_lower_on_skipped_code_points():
 
     sample = [cp for cp in rng.sample(range(0x110000), 20000)
               if unicodedata.category(chr(cp)) in ("Cn", "Co")
-              and not tokenization.is_chinese_char(cp)]
+              and not is_chinese_char(cp)]
     assert len(sample) > 1000
     for cp in sample:
         assert fast_tokenization_tables._case_class(cp) == fast_tokenization_tables.OTHER

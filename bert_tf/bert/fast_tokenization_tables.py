@@ -1,5 +1,5 @@
-"""The tables behind `bert_tf.fast_tokenization`'s in-graph tokenizers, built in Python from
-the original's own character rules (`bert_tf.tokenization`) and from the vocab.
+"""The tables behind `bert_tf.bert.fast_tokenization`'s in-graph tokenizers, built in Python from
+the original's own character rules (`bert_tf.text`) and from the vocab.
 
   build_char_tables     per code point: what the original's steps before WordPiece turn it into
                         (cleaning, CJK spacing, lower-casing + NFD + dropping Mn, punctuation
@@ -13,7 +13,7 @@ the original's own character rules (`bert_tf.tokenization`) and from the vocab.
                         which vocab entries the original can ever emit, and the vocab as
                         tensorflow-text's WordPiece and the core-op WordPiece look pieces up.
 
-See `bert_tf.fast_tokenization`'s docstring for why these give exactly the original's ids. The
+See `bert_tf.bert.fast_tokenization`'s docstring for why these give exactly the original's ids. The
 tables depend on the Python `unicodedata` version of the process that builds them.
 """
 
@@ -23,7 +23,8 @@ import unicodedata
 
 import numpy as np
 
-from bert_tf import tokenization
+from bert_tf.bert.tokenization import UNK_TOKEN
+from bert_tf.text import is_chinese_char, is_control, is_punctuation, is_whitespace
 
 MAX_CODE_POINT = 0x10FFFF
 # Index of an extra table row for "U+03A3 in final position" (outputs U+03C2).
@@ -56,17 +57,17 @@ def _map_char(cp, do_lower_case):
     Returns a str whose words, split on spaces, are exactly the original's pieces.
     """
     char = chr(cp)
-    if cp == 0 or cp == 0xFFFD or tokenization.is_control(char):
+    if cp == 0 or cp == 0xFFFD or is_control(char):
         return ""
-    if tokenization.is_whitespace(char) or char.isspace():
+    if is_whitespace(char) or char.isspace():
         return " "
     out = char
     if do_lower_case:
         out = unicodedata.normalize("NFD", out.lower())
         out = "".join(c for c in out if unicodedata.category(c) != "Mn")
     out = "".join(
-        " " if c.isspace() else (f" {c} " if tokenization.is_punctuation(c) else c) for c in out)
-    if tokenization.is_chinese_char(cp):
+        " " if c.isspace() else (f" {c} " if is_punctuation(c) else c) for c in out)
+    if is_chinese_char(cp):
         out = f" {out} "
     return out
 
@@ -114,21 +115,21 @@ def build_char_tables(do_lower_case):
             continue
         char = chr(cp)
         cat = category(char)
-        if cat in ("Cn", "Co") and not tokenization.is_chinese_char(cp):
+        if cat in ("Cn", "Co") and not is_chinese_char(cp):
             # Unassigned and private-use code points map to themselves and are neither cased
             # nor case-ignorable (the tests check this against str.lower).
             continue
         mapped = _map_char(cp, do_lower_case)
-        if tokenization.is_punctuation(char) or tokenization.is_chinese_char(cp):
+        if is_punctuation(char) or is_chinese_char(cp):
             always_spaced[cp] = 1
-        if not tokenization.is_chinese_char(cp):
-            cjk_unspaced.update(ord(c) for c in mapped if tokenization.is_chinese_char(ord(c))
-                                and not tokenization.is_punctuation(c))
+        if not is_chinese_char(cp):
+            cjk_unspaced.update(ord(c) for c in mapped if is_chinese_char(ord(c))
+                                and not is_punctuation(c))
         if do_lower_case:
-            if cp == 0 or cp == 0xFFFD or tokenization.is_control(char):
+            if cp == 0 or cp == 0xFFFD or is_control(char):
                 case_class[cp] = REMOVED
-            elif (tokenization.is_whitespace(char) or char.isspace()
-                  or tokenization.is_chinese_char(cp)):
+            elif (is_whitespace(char) or char.isspace()
+                  or is_chinese_char(cp)):
                 case_class[cp] = OTHER  # a word boundary in the original
             else:
                 case_class[cp] = _case_class(cp)
@@ -213,7 +214,7 @@ def ascii_lane_is_exact():
     word, tab/newline/CR/space separate words, letters and digits are ordinary."""
     kinds = e2e_char_kinds()
     for cp in range(0x20, 0x7F):
-        if tokenization.is_punctuation(chr(cp)):
+        if is_punctuation(chr(cp)):
             expected = _SPLIT_AS_PUNCTUATION
         elif cp == 0x20:
             expected = _SPLIT_AS_SPACE
@@ -245,9 +246,9 @@ def char_flags(tables, e2e_unsafe):
 
 def _is_word_char(char):
     """Can `char` be inside a word of several characters, after the original's steps 1-6?"""
-    return not (char.isspace() or tokenization.is_whitespace(char)
-                or tokenization.is_control(char) or char in "\x00\ufffd"
-                or tokenization.is_punctuation(char) or tokenization.is_chinese_char(ord(char)))
+    return not (char.isspace() or is_whitespace(char)
+                or is_control(char) or char in "\x00\ufffd"
+                or is_punctuation(char) or is_chinese_char(ord(char)))
 
 
 def can_be_emitted(token):
@@ -261,12 +262,12 @@ def can_be_emitted(token):
     if not body:
         return False
     if len(body) == 1 and not _is_word_char(body) and body != " ":
-        return body == token and not (body.isspace() or tokenization.is_whitespace(body)
-                                      or tokenization.is_control(body) or body in "\x00\ufffd")
+        return body == token and not (body.isspace() or is_whitespace(body)
+                                      or is_control(body) or body in "\x00\ufffd")
     return all(_is_word_char(c) for c in body)
 
 
-def fast_wordpiece_vocab(vocab, unk_token=tokenization.UNK_TOKEN):
+def fast_wordpiece_vocab(vocab, unk_token=UNK_TOKEN):
     """The vocab as a list by id, entries the original can never emit made unmatchable (except
     `unk_token`, which tensorflow-text needs; text never reaches it, as its brackets are
     punctuation, only our own replacement of over-long words does).
