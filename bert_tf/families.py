@@ -57,7 +57,8 @@ class Family:
 
 @dataclasses.dataclass(frozen=True)
 class SpecialTokens:
-    """A family's special tokens and how its word pieces mark word boundaries.
+    """A family's special tokens, how its word pieces mark word boundaries, and how it lays
+    out one or two sequences.
 
     Attributes:
       cls, sep, mask, pad, unk: the tokens (`[CLS]`, ...).
@@ -65,6 +66,10 @@ class SpecialTokens:
         `##`), or None where pieces mark the START of a word instead.
       word_start_prefix: the prefix of a piece that starts a word (SentencePiece's `▁`,
         byte-level BPE's `Ġ`), or None.
+      pair_separators: how many `sep` tokens stand between the two sequences of a pair
+        (BERT's `[CLS] a [SEP] b [SEP]`: 1; RoBERTa's `<s> a </s></s> b </s>`: 2).
+      pair_segments: whether the second sequence of a pair (and its final `sep`) gets
+        segment id 1 (BERT) or 0 like the rest (RoBERTa).
     """
 
     cls: str
@@ -74,6 +79,30 @@ class SpecialTokens:
     unk: str
     continuation_prefix: str | None = None
     word_start_prefix: str | None = None
+    pair_separators: int = 1
+    pair_segments: bool = True
+
+    def pair_budget(self, max_seq_length):
+        """How many pieces of the two sequences a pair of `max_seq_length` positions holds
+        (max_seq_length - 3 for BERT: [CLS] and two [SEP])."""
+        return max_seq_length - 2 - self.pair_separators
+
+    def lay_out(self, first, second, cls, sep):
+        """The sequence of `cls first sep` and, when `second` is non-empty,
+        `(pair_separators - 1) * sep second sep` after it; `cls` and `sep` are tokens or ids,
+        `first` and `second` lists already truncated (see `pair_budget`).
+
+        Returns:
+          (list, num_first): the laid-out items, and how many of them lead with segment id 0;
+          the rest have segment id 1 (all are segment 0 without `pair_segments`).
+        """
+        items = [cls, *first, sep]
+        if not second:
+            return items, len(items)
+        items += [sep] * (self.pair_separators - 1)
+        num_first = len(items)
+        items += [*second, sep]
+        return items, num_first if self.pair_segments else len(items)
 
     def is_continuation(self, token):
         """Whether word piece `token` continues the word of the piece before it."""

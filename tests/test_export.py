@@ -6,6 +6,7 @@ TensorFlow ops only) loads them all and answers the same strings, compared with 
 FullTokenizer features.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -275,6 +276,36 @@ def test_squad_final_text_equals_get_final_text(golden, tables):
     pieces = [["c", "##a", "##f"], ["[UNK]", "a", "##b"], []]
     pred_text = module.pred_text(tf.ragged.constant([[vocab[p] for p in x] for x in pieces]))
     assert pred_text.numpy().tolist() == [b"caf", b"[UNK] ab", b""]
+
+
+@pytest.mark.parametrize("pair_segments", [False, True], ids=["one_segment", "two_segments"])
+def test_squad_windows_with_two_separators_equal_python(golden, tables, pair_segments):
+    """A family laying pairs out as `<s> q </s></s> window </s>` (RoBERTa's, all segment 0;
+    and with segment 1 after the separators): the export's windows equal bert_tf.data.squad's
+    features with the same special tokens."""
+    special = dataclasses.replace(golden[3].special_tokens, pair_separators=2,
+                                  pair_segments=pair_segments)
+
+    class Tokenizer(FullTokenizer):
+        special_tokens = special
+
+    tokenizer = Tokenizer(golden[2])
+    inputs = ServingInputs(tokenizer.vocab, True, MAX_SEQ_LENGTH, tokenizer=tables,
+                           dynamic_padding=False)
+    inputs.special_tokens = special  # as such a family's ServingInputs would hold
+    module = SquadExport(None, inputs, tokenizer.vocab, SQUAD["max_query_length"],
+                         SQUAD["doc_stride"])
+    examples = [SquadExample(str(i), q, split_context(c)[0])
+                for i, (q, c) in enumerate(zip(SQUAD_QUESTIONS, SQUAD_CONTEXTS))]
+    features = []
+    convert_examples_to_features(examples, tokenizer, MAX_SEQ_LENGTH, SQUAD["doc_stride"],
+                                 SQUAD["max_query_length"], False, features.append)
+    assert sum(f.tokens.count("[SEP]") == 3 for f in features) == len(features)
+    assert max(f.doc_span_index for f in features) >= 3
+    got, example = module._windows(tf.constant(SQUAD_QUESTIONS), tf.constant(SQUAD_CONTEXTS))[:2]
+    assert example.numpy().tolist() == [f.example_index for f in features]
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        assert got[name].numpy().tolist() == [getattr(f, name) for f in features], name
 
 
 def test_squad_answers_equal_run_squad(exports, served, squad_python):

@@ -2,6 +2,7 @@
 of BERT and ELECTRA, and the data code laid out with another tokenizer's tokens and rule (a
 SentencePiece-style toy: `<s>`, `</s>`, words starting with "▁")."""
 
+import dataclasses
 import random
 import re
 
@@ -17,6 +18,8 @@ SENTENCEPIECE = SpecialTokens(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>",
                               word_start_prefix="▁")
 BYTE_BPE = SpecialTokens(cls="<s>", sep="</s>", mask="<mask>", pad="<pad>", unk="<unk>",
                          word_start_prefix="Ġ")
+# RoBERTa's pair layout, `<s> a </s></s> b </s>`, every segment id 0.
+DOUBLE_SEP = dataclasses.replace(SENTENCEPIECE, pair_separators=2, pair_segments=False)
 
 
 class ToySentencePiece:
@@ -251,3 +254,73 @@ def test_squad_export_answer_text_follows_the_rule(special):
     got = module.pred_text(tf.ragged.constant([[vocab[t] for t in s] for s in spans],
                                               dtype=tf.int64))
     assert [x.decode("utf-8") for x in got.numpy()] == [special.detokenize(s) for s in spans]
+
+
+# -- the pair layout ----------------------------------------------------------------------------
+
+def test_lay_out():
+    assert WORDPIECE.pair_budget(128) == 125 and DOUBLE_SEP.pair_budget(128) == 124
+    assert WORDPIECE.lay_out(["a"], ["b", "c"], "C", "S") == (["C", "a", "S", "b", "c", "S"], 3)
+    assert WORDPIECE.lay_out(["a"], [], "C", "S") == (["C", "a", "S"], 3)
+    assert DOUBLE_SEP.lay_out([1], [2], 0, 9) == ([0, 1, 9, 9, 2, 9], 6)
+    assert DOUBLE_SEP.lay_out([1, 2], [], 0, 9) == ([0, 1, 2, 9], 4)
+
+
+def test_pair_tokens_with_two_separators():
+    tokens, segments = pairs.pair_tokens(["▁a", "b", "c"], ["▁d", "e"], 8, DOUBLE_SEP)
+    # 8 - 4 = 4 pieces: the longer a loses its last piece, then the tie trims b.
+    assert tokens == ["<s>", "▁a", "b", "</s>", "</s>", "▁d", "e", "</s>"][:0] or tokens == [
+        "<s>", "▁a", "b", "</s>", "</s>", "▁d", "e", "</s>"]
+    assert segments == [0] * 8
+    assert pairs.pair_tokens(["▁a"], None, 8, DOUBLE_SEP) == (["<s>", "▁a", "</s>"], [0] * 3)
+
+
+def test_classifier_ids_with_two_separators():
+    from bert_tf.data import classifier
+
+    class Toy(ToySentencePiece):
+        special_tokens = DOUBLE_SEP
+
+    tokenizer = Toy()
+    converter = classifier._Converter(["x"], 9, tokenizer)
+    example = classifier.InputExample("g", "Hello there", "Yes indeed", "x")
+    ids, num_first = converter.ids(example)
+    tokens = [tokenizer.inv_vocab[i] for i in ids]
+    # 9 - 4 = 5 pieces of a (4) and b (3): a loses one, then the tie trims b.
+    assert tokens == ["<s>", "▁hell", "o", "▁ther", "</s>", "</s>", "▁yes", "▁inde", "</s>"]
+    assert num_first == len(ids)  # every segment id 0
+    with pytest.raises(classifier.ClassifierDataError, match="max_seq_length >= 4"):
+        classifier._Converter(["x"], 3, tokenizer).ids(example)
+
+
+def test_squad_features_with_two_separators():
+    class Toy(ToySentencePiece):
+        special_tokens = DOUBLE_SEP
+
+    tokenizer = Toy()
+    words = "Gauss lived (1777-1855). He was a mathematician of Brunswick".split()
+    example = squad.SquadExample("q1", "Who?", words, "mathematician", 6, 6)
+    query = tokenizer.tokenize("Who?")
+    features = _features([example], tokenizer, 13, 3)
+    assert len(features) > 2
+    found = 0
+    for feature in features:
+        tokens = feature.tokens
+        assert tokens[:len(query) + 3] == ["<s>", *query, "</s>", "</s>"]
+        assert tokens[-1] == "</s>" and len(tokens) <= 13
+        assert feature.doc_offset == len(query) + 3
+        # Windows of max_seq_length - len(query) - 4 pieces.
+        assert feature.doc_length <= 13 - len(query) - 4
+        assert feature.input_mask == [1] * len(tokens) + [0] * (13 - len(tokens))
+        assert feature.input_ids[:len(tokens)] == tokenizer.convert_tokens_to_ids(tokens)
+        assert feature.segment_ids == [0] * 13
+        assert min(feature.token_to_orig_map) == feature.doc_offset
+        if feature.start_position:
+            found += 1
+            assert tokens[feature.start_position:feature.end_position + 1] == [
+                "▁math", "emat", "icia", "n"]
+    assert found >= 1
+    assert max(f.doc_length for f in features) == 13 - len(query) - 4
+    # [CLS] query [SEP] [SEP] window [SEP]: four positions besides the query.
+    with pytest.raises(ValueError, match=r"max_query_length \(8\) \+ 4"):
+        _features([example], tokenizer, 12, 3)

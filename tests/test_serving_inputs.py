@@ -1,5 +1,6 @@
 """In-graph serving inputs equal the Python path (FullTokenizer + the pair layout)."""
 
+import dataclasses
 import itertools
 import os
 import subprocess
@@ -57,18 +58,19 @@ def serving(tokenizer):
     return ServingInputs(tokenizer.vocab, do_lower_case=True, max_seq_length=MAX_SEQ_LENGTH)
 
 
-def _python(tokenizer, text_a, text_b, max_seq_length=MAX_SEQ_LENGTH):
+def _python(tokenizer, text_a, text_b, max_seq_length=MAX_SEQ_LENGTH, special_tokens=None):
     tokens_b = tokenizer.tokenize(text_b) if text_b else None
-    tokens, segments = pair_tokens(tokenizer.tokenize(text_a), tokens_b, max_seq_length)
+    tokens, segments = pair_tokens(tokenizer.tokenize(text_a), tokens_b, max_seq_length,
+                                   special_tokens)
     ids = tokenizer.convert_tokens_to_ids(tokens)
     return {"input_ids": pad_to(ids, max_seq_length),
             "input_mask": pad_to([1] * len(ids), max_seq_length),
             "segment_ids": pad_to(segments, max_seq_length)}
 
 
-def _assert_equal_to_python(got, tokenizer, texts_a, texts_b):
+def _assert_equal_to_python(got, tokenizer, texts_a, texts_b, special_tokens=None):
     for i, (a, b) in enumerate(zip(texts_a, texts_b)):
-        expected = _python(tokenizer, a, b)
+        expected = _python(tokenizer, a, b, special_tokens=special_tokens)
         for name, values in expected.items():
             assert got[name].dtype == tf.int32
             assert got[name].numpy()[i].tolist() == values, (name, a, b)
@@ -95,6 +97,19 @@ def test_truncated_lengths_equal_popping_one_token_at_a_time():
 def test_pairs_equal_python(serving, tokenizer):
     got = serving.pairs(tf.constant(TEXTS_A), tf.constant(TEXTS_B))
     _assert_equal_to_python(got, tokenizer, TEXTS_A, TEXTS_B)
+
+
+@pytest.mark.slow
+def test_pairs_with_two_separators_equal_python(serving, tokenizer):
+    """A family whose pairs are `<s> a </s></s> b </s>`, all segment 0 (RoBERTa's layout)."""
+    special = dataclasses.replace(tokenizer.special_tokens, pair_separators=2,
+                                  pair_segments=False)
+    inputs = ServingInputs(tokenizer.vocab, max_seq_length=MAX_SEQ_LENGTH,
+                           tokenizer=serving.tokenizer, dynamic_padding=False)
+    inputs.special_tokens = special  # as such a family's ServingInputs would hold
+    got = inputs.pairs(tf.constant(TEXTS_A), tf.constant(TEXTS_B))
+    _assert_equal_to_python(got, tokenizer, TEXTS_A, TEXTS_B, special)
+    assert (got["input_ids"].numpy() == tokenizer.vocab["[SEP]"]).sum(axis=1).max() == 3
 
 
 @pytest.mark.slow

@@ -121,23 +121,23 @@ class _Converter:
         if missing:
             raise ClassifierDataError(f"the vocab has no {' or '.join(missing)} token")
         self.cls_id, self.sep_id = vocab[special.cls], vocab[special.sep]
+        self.special = special
 
     def ids(self, example):
         """(unpadded input_ids, number of segment-0 tokens) of a real example."""
         ids_a = _token_ids(self.tokenizer, example.text_a)
         ids_b = _token_ids(self.tokenizer, example.text_b) if example.text_b else []
+        special = self.special
         if ids_b:
-            if self.max_seq_length < 3:
+            budget = special.pair_budget(self.max_seq_length)
+            if budget < 0:
                 raise ClassifierDataError(
-                    f"example {example.guid}: a pair needs max_seq_length >= 3, got "
-                    f"{self.max_seq_length}")
-            len_a, len_b = truncate_lengths(len(ids_a), len(ids_b), self.max_seq_length - 3)
-            first = [self.cls_id, *ids_a[:len_a], self.sep_id]
-            if not len_b:  # truncation emptied b (max_seq_length 3 or 4): the single layout
-                return first, len(first)
-            return first + ids_b[:len_b] + [self.sep_id], len(first)
-        first = [self.cls_id, *ids_a[:self.max_seq_length - 2], self.sep_id]
-        return first, len(first)
+                    f"example {example.guid}: a pair needs max_seq_length >= "
+                    f"{self.max_seq_length - budget}, got {self.max_seq_length}")
+            len_a, len_b = truncate_lengths(len(ids_a), len(ids_b), budget)
+            # Truncation can empty b (max_seq_length 3 or 4 for BERT): the single layout.
+            return special.lay_out(ids_a[:len_a], ids_b[:len_b], self.cls_id, self.sep_id)
+        return special.lay_out(ids_a[:self.max_seq_length - 2], [], self.cls_id, self.sep_id)
 
     def convert(self, ex_index, example):
         """(unpadded input_ids, number of segment-0 tokens, label_id, is_real_example) of an

@@ -21,24 +21,21 @@ def pair_tokens(tokens_a, tokens_b, max_seq_length, special_tokens=None):
     Args:
       tokens_a: list of word pieces; tokens_b: list or None (empty = no b).
       max_seq_length: int >= 3.
-      special_tokens: the tokenizer's `SpecialTokens` (`families.special_tokens_of`),
-        whose `cls` and `sep` stand for [CLS] and [SEP]; None: the default family's (WordPiece's).
+      special_tokens: the tokenizer's `SpecialTokens` (`families.special_tokens_of`): its
+        `cls` and `sep` stand for [CLS] and [SEP], its pair layout (`pair_budget`, `lay_out`)
+        for the one above; None: the default family's (WordPiece's).
     Returns:
       (tokens, segment_ids): lists of the same length <= max_seq_length, unpadded.
     """
+    special = special_tokens or families.default_special_tokens()
     if tokens_b:
-        len_a, len_b = truncate_lengths(len(tokens_a), len(tokens_b), max_seq_length - 3)
+        len_a, len_b = truncate_lengths(len(tokens_a), len(tokens_b),
+                                        special.pair_budget(max_seq_length))
         tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
     else:
         tokens_a, tokens_b = tokens_a[:max_seq_length - 2], []
-    special_tokens = special_tokens or families.default_special_tokens()
-    cls, sep = special_tokens.cls, special_tokens.sep
-    tokens = [cls, *tokens_a, sep]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += [*tokens_b, sep]
-        segment_ids += [1] * (len(tokens_b) + 1)
-    return tokens, segment_ids
+    tokens, num_first = special.lay_out(tokens_a, tokens_b, special.cls, special.sep)
+    return tokens, [0] * num_first + [1] * (len(tokens) - num_first)
 
 
 def pad_to(values, length):

@@ -385,7 +385,7 @@ class InputFeatures:
       start_position, end_position: int output positions of the answer (training), else None.
       is_impossible: bool.
     Compact form (ours):
-      doc_offset: output position of the window's first piece (`len(query) + 2`).
+      doc_offset: output position of the window's first piece (`len(query) + 2` for BERT).
       doc_start, doc_length: the window's pieces within the paragraph's pieces.
       document: the shared `_Document`.
       best_span: the shared list of `max_context_spans` of this example's windows.
@@ -419,18 +419,23 @@ class InputFeatures:
 
     @property
     def doc_offset(self):
-        return len(self.query_ids) + 2
+        """The position of the window's first piece: after `[CLS] query [SEP]`."""
+        return len(self.query_ids) + 1 + self.special_tokens.pair_separators
 
     @property
     def num_tokens(self):
-        """len(tokens): query, window and the three special tokens."""
-        return len(self.query_ids) + self.doc_length + 3
+        """len(tokens): query, window and the special tokens (three for BERT)."""
+        return self.doc_offset + self.doc_length + 1
+
+    def _lay_out(self, query, document, cls, sep):
+        """`[CLS] query [SEP] window [SEP]` of tokens or ids (a window is never empty)."""
+        s = self.doc_start
+        return self.special_tokens.lay_out(query, document[s:s + self.doc_length], cls, sep)[0]
 
     @property
     def tokens(self):
-        s, special = self.doc_start, self.special_tokens
-        return ([special.cls] + self.query_tokens + [special.sep] +
-                self.document.tokens[s:s + self.doc_length] + [special.sep])
+        special = self.special_tokens
+        return self._lay_out(self.query_tokens, self.document.tokens, special.cls, special.sep)
 
     @property
     def token_to_orig_map(self):
@@ -450,10 +455,7 @@ class InputFeatures:
 
     @property
     def input_ids(self):
-        cls_id, sep_id = self._cls_sep
-        s = self.doc_start
-        ids = ([cls_id] + self.query_ids + [sep_id] +
-               self.document.ids[s:s + self.doc_length] + [sep_id])
+        ids = self._lay_out(self.query_ids, self.document.ids, *self._cls_sep)
         return ids + [0] * (self.max_seq_length - len(ids))
 
     @property
@@ -464,7 +466,8 @@ class InputFeatures:
     @property
     def segment_ids(self):
         a, b = self.doc_offset, self.doc_length + 1
-        return [0] * a + [1] * b + [0] * (self.max_seq_length - a - b)
+        second = 1 if self.special_tokens.pair_segments else 0
+        return [0] * a + [second] * b + [0] * (self.max_seq_length - a - b)
 
 
 def _word_ids_function(tokenizer):
@@ -492,12 +495,15 @@ def word_ids_of_text(tokenizer, text):
     return tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text))
 
 
-def check_feature_settings(max_seq_length, doc_stride, max_query_length):
-    """ValueError unless the window has room and advances (see the module docstring)."""
-    if max_seq_length <= max_query_length + 3:
+def check_feature_settings(max_seq_length, doc_stride, max_query_length, special_tokens=None):
+    """ValueError unless the window has room and advances (see the module docstring);
+    `special_tokens` (default: the default family's) say how many positions the layout takes."""
+    special = special_tokens or families.default_special_tokens()
+    reserved = max_seq_length - special.pair_budget(max_seq_length)  # 3 for BERT
+    if max_seq_length <= max_query_length + reserved:
         raise ValueError(
             f"The max_seq_length ({max_seq_length}) must be greater than max_query_length "
-            f"({max_query_length}) + 3")
+            f"({max_query_length}) + {reserved}")
     if doc_stride <= 0:
         raise ValueError(
             f"doc_stride must be positive, got {doc_stride} (the windows would never advance)")
@@ -521,8 +527,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 
     The first 20 examples' features are logged as the original logs them.
     """
-    check_feature_settings(max_seq_length, doc_stride, max_query_length)
     special = special_tokens_of(tokenizer)
+    check_feature_settings(max_seq_length, doc_stride, max_query_length, special)
     try:
         cls_sep = tuple(tokenizer.convert_tokens_to_ids([special.cls, special.sep]))
     except KeyError as e:
@@ -553,7 +559,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
             tok_start, tok_end = _improve_answer_span(
                 document.tokens, tok_start, tok_end, tokenizer, example.orig_answer_text)
 
-        max_tokens_for_doc = max_seq_length - len(query_ids) - 3
+        max_tokens_for_doc = special.pair_budget(max_seq_length) - len(query_ids)
+        doc_offset = len(query_ids) + 1 + special.pair_separators  # after [CLS] query [SEP]
         doc_spans, best_span = document.spans(max_tokens_for_doc, doc_stride)
         for doc_span_index, (doc_start, doc_length) in enumerate(doc_spans):
             start_position = end_position = None
@@ -562,8 +569,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
                         tok_start >= doc_start and tok_end <= doc_start + doc_length - 1):
                     start_position = end_position = 0
                 else:
-                    start_position = tok_start - doc_start + len(query_ids) + 2
-                    end_position = tok_end - doc_start + len(query_ids) + 2
+                    start_position = tok_start - doc_start + doc_offset
+                    end_position = tok_end - doc_start + doc_offset
             feature = InputFeatures(
                 unique_id, example_index, doc_span_index, document, best_span, query_ids,
                 query_tokens, doc_start, doc_length, max_seq_length, cls_sep, special,

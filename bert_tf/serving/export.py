@@ -195,9 +195,11 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     if task in ("squad", "tagging") and doc_stride <= 0:
         raise ExportError(f"--doc_stride={doc_stride}: expected a positive number")
     if task == "squad":
-        if max_seq_length <= max_query_length + 3:
+        special = families.of(config).tokenizer.special_tokens
+        reserved = max_seq_length - special.pair_budget(max_seq_length)  # BERT: 3
+        if max_seq_length <= max_query_length + reserved:
             raise ExportError(f"--max_seq_length={max_seq_length} must be greater than "
-                              f"--max_query_length={max_query_length} + 3")
+                              f"--max_query_length={max_query_length} + {reserved}")
         for name, value in (("n_best_size", n_best_size),
                             ("max_answer_length", max_answer_length)):
             if value <= 0:

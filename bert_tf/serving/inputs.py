@@ -171,20 +171,24 @@ class ServingInputs(tf.Module):
 
     def _layout(self, ids_a, ids_b):
         """ids_a, ids_b: ragged int64 [N, None] (b rows may be empty) -> the feature dict."""
+        special = self.special_tokens  # `SpecialTokens.lay_out`, in graph ops
         len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
-        pair_a, pair_b = truncated_lengths(len_a, len_b, self.max_seq_length - 3)
+        pair_a, pair_b = truncated_lengths(len_a, len_b,
+                                           special.pair_budget(self.max_seq_length))
         has_b = pair_b > 0  # as the original, b's layout needs pieces left after truncation
         keep_a = tf.where(len_b > 0, pair_a, tf.minimum(len_a, self.max_seq_length - 2))
         keep_b = tf.where(len_b > 0, pair_b, tf.zeros_like(pair_b))
         n = tf.shape(len_a, out_type=tf.int64)[0]
         ones = tf.ones([n], tf.int64)
         sep_b = tf.cast(has_b, tf.int64)
+        separators = ones + sep_b * (special.pair_separators - 1)
         ids = tf.concat([
             _filled(ones, self.cls_id, tf.int64), _prefix(ids_a, keep_a),
-            _filled(ones, self.sep_id, tf.int64), _prefix(ids_b, keep_b),
+            _filled(separators, self.sep_id, tf.int64), _prefix(ids_b, keep_b),
             _filled(sep_b, self.sep_id, tf.int64)], axis=1)
-        segments = tf.concat([_filled(keep_a + 2, 0, tf.int32),
-                              _filled(keep_b + sep_b, 1, tf.int32)], axis=1)
+        segments = tf.concat([_filled(keep_a + 1 + separators, 0, tf.int32),
+                              _filled(keep_b + sep_b, int(special.pair_segments), tf.int32)],
+                             axis=1)
         length = self.padded_length(ids)
         return {
             "input_ids": tf.cast(self.padded(ids, 0, length), tf.int32),

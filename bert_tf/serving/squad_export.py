@@ -108,8 +108,9 @@ class SquadExport(tf.Module):
         words = split_words(context, _SQUAD_SEPARATORS)
         doc, word_of_piece, _ = word_pieces(tokenizer, words)
 
+        special = self.inputs.special_tokens  # the layout of `SpecialTokens.lay_out`
         query_length = query.row_lengths()
-        max_tokens = seq_length - query_length - 3  # >= 1, checked by the exporter
+        max_tokens = special.pair_budget(seq_length) - query_length  # >= 1, checked by export
         num_tokens = doc.row_lengths()
         example, _, start, length = window_spans(num_tokens, max_tokens, self.doc_stride)
         window_query = tf.gather(query, example)
@@ -117,18 +118,22 @@ class SquadExport(tf.Module):
         ids = tf.concat([
             tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._cls_id), ones),
             window_query,
-            tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._sep_id), ones),
+            tf.RaggedTensor.from_row_lengths(
+                tf.fill([tf.size(example) * special.pair_separators], self._sep_id),
+                ones * special.pair_separators),
             tf.gather(doc.flat_values, window_pieces(doc, example, start, length)),
             tf.RaggedTensor.from_row_lengths(tf.fill([tf.size(example)], self._sep_id), ones),
         ], axis=1)
-        offset = tf.gather(query_length, example) + 2  # model position of the first doc piece
+        # The model position of the window's first piece: after [CLS] query [SEP].
+        offset = tf.gather(query_length, example) + 1 + special.pair_separators
         padded = self.inputs.padded_length(ids)  # S: max_seq_length, or the longest window's
         positions = tf.range(padded, dtype=tf.int64)[None, :]
         in_doc = (positions >= offset[:, None]) & (positions < (offset + length)[:, None])
         features = {
             "input_ids": tf.cast(self.inputs.padded(ids, 0, padded), tf.int32),
             "input_mask": self.inputs.padded(tf.ones_like(ids, tf.int32), 0, padded),
-            "segment_ids": tf.cast(in_doc | (positions == (offset + length)[:, None]), tf.int32),
+            "segment_ids": tf.cast(in_doc | (positions == (offset + length)[:, None]), tf.int32)
+                           * int(special.pair_segments),
         }
         piece = start[:, None] + positions - offset[:, None]  # [W, S], within the document
         valid_start = max_context(example, start, length, piece)

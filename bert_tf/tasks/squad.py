@@ -130,19 +130,22 @@ def validate_flags(config, options, do_train, do_predict):
         raise SquadError(
             f"Cannot use sequence length {options.max_seq_length} because the BERT model was "
             f"only trained up to sequence length {config.max_position_embeddings}")
-    if options.max_seq_length <= options.max_query_length + 3:
+    # [CLS] query [SEP] window [SEP]: 3 special tokens for BERT (the family's layout).
+    special = families.of(config).tokenizer.special_tokens
+    reserved = options.max_seq_length - special.pair_budget(options.max_seq_length)
+    if options.max_seq_length <= options.max_query_length + reserved:
         raise SquadError(
             f"The max_seq_length ({options.max_seq_length}) must be greater than "
-            f"max_query_length ({options.max_query_length}) + 3")
-    window = options.max_seq_length - options.max_query_length - 3
+            f"max_query_length ({options.max_query_length}) + {reserved}")
+    window = options.max_seq_length - options.max_query_length - reserved
     if options.doc_stride <= 0:
         raise SquadError(f"--doc_stride={options.doc_stride} must be positive (the windows "
                          "over a long context would never advance)")
     if options.doc_stride > window:
         raise SquadError(
             f"--doc_stride={options.doc_stride} is larger than the document window of "
-            f"--max_seq_length - --max_query_length - 3 = {window} tokens: choose a stride "
-            "at most the window, so that consecutive windows overlap or touch")
+            f"--max_seq_length - --max_query_length - {reserved} = {window} tokens: choose a "
+            "stride at most the window, so that consecutive windows overlap or touch")
     options.validate(config)
 
 
