@@ -239,7 +239,7 @@ def _write_extracted_features(path, tmp_path):
 
 
 def _write_vocab(path, tmp_path):
-    from bert_tf import vocab
+    from bert_tf.bert import vocab
 
     vocab.write_vocab([f"token{i}" for i in range(30)], path)
 
