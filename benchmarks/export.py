@@ -27,12 +27,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert_tf.bert.config import BertConfig  # noqa: E402
+from bert_tf.bert.tokenization import FullTokenizer  # noqa: E402
 from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.data.pairs import pad_to, pair_tokens  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
-from bert_tf.bert.tokenization import FullTokenizer  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
 SENTENCES = [

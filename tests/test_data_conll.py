@@ -5,8 +5,8 @@ import random
 import numpy as np
 import pytest
 
-from bert_tf.data import conll
 from bert_tf.bert.tokenization import FullTokenizer
+from bert_tf.data import conll
 
 CONLL_TEXT = (
     "-DOCSTART- -X- -X- O\n"

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from bert_tf.data import squad
 from bert_tf.bert.tokenization import FullTokenizer
+from bert_tf.data import squad
 from conftest import SHARED_DIR, load_recorder
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -27,12 +27,12 @@ from bert_tf.data.squad import SquadExample, convert_examples_to_features, split
 from bert_tf.evaluation.squad_predictions import (NO_ANSWER_NULL_ODDS, RawResult,
                                                   compute_predictions, get_final_text)
 from bert_tf.bert.fast_tokenization import TokenizerModule
+from bert_tf.bert.tokenization import FullTokenizer
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export, predict
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
-from bert_tf.bert.tokenization import FullTokenizer
 from conftest import golden_path
 from test_data_squad import EXPECTED
 

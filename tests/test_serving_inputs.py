@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.bert.tokenization import BasicTokenizer, FullTokenizer
 from bert_tf.data.conll import sentence_windows
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.serving.inputs import ServingInputs, truncated_lengths
-from bert_tf.bert.tokenization import BasicTokenizer, FullTokenizer
 from conftest import SHARED_DIR
 
 VOCAB_FILE = SHARED_DIR / "data" / "uncased_vocab.txt"

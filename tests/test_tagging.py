@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.bert.config import BertConfig
+from bert_tf.bert.tokenization import FullTokenizer
 from bert_tf.data import conll
 from bert_tf.evaluation import tagging_metrics
 from bert_tf.tasks.tagging import TaggingError, TaggingOptions, TaggingTask, real_records, run
-from bert_tf.bert.tokenization import FullTokenizer
 from bert_tf.training.trainer import TrainingError
 from conftest import tiny_config_dict
 from test_training_helpers import assert_eval_results_equal

@@ -14,10 +14,10 @@ import pytest
 from conftest import golden_path
 
 from bert_tf.bert.config import BertConfig
+from bert_tf.bert.tokenization import FullTokenizer
 from bert_tf.checkpoints import load_original_checkpoint
 from bert_tf.data import conll
 from bert_tf.tasks.tagging import TaggingTask
-from bert_tf.bert.tokenization import FullTokenizer
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (
     assert_close, assert_matches_golden, assert_mirrored_equals_default, finetune_driver_args,

@@ -28,8 +28,8 @@ import array
 
 import numpy as np
 
-from bert_tf.data.documents import DataError
 from bert_tf.bert.tokenization import WORDPIECE_SPECIAL_TOKENS
+from bert_tf.data.documents import DataError
 
 
 class InstanceStore:

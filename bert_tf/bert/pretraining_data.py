@@ -21,10 +21,10 @@ import time
 
 from absl import logging
 
+from bert_tf.bert import instances as instances_lib
 from bert_tf.data import documents as documents_lib
 from bert_tf.data import features as features_lib
 from bert_tf.data import writer as writer_lib
-from bert_tf.bert import instances as instances_lib
 from bert_tf.data.documents import DataError
 from bert_tf.families import special_tokens_of
 

@@ -29,11 +29,11 @@ from typing import List, Optional, Union
 from absl import logging
 
 from bert_tf import families, files
-from bert_tf.text import printable_text
 from bert_tf.data import writer as writer_lib
 from bert_tf.data.features import (TAG_FLOAT_LIST, TAG_INT64_LIST, Int64EntryHeads,
                                    LengthPrefixed, map_entry, varint)
 from bert_tf.data.records import META_SUFFIX, write_records_meta
+from bert_tf.text import printable_text
 
 NUM_LOGGED_EXAMPLES = 5
 LOG_EVERY = 10000

@@ -121,10 +121,10 @@ class ServingInputs(tf.Module):
       tokenizer: an existing graph tokenizer for `vocab` (building one takes seconds); pass
         one built with `core_ops=True` (the default) to keep the SavedModel free of
         tensorflow-text ops.
-      family: the `model_type` whose tokenizer and special tokens to use (default: the
-        default family's).
       dynamic_padding: pad a batch to its longest sequence rounded up (see module docstring)
         rather than to max_seq_length.
+      family: the `model_type` whose graph tokenizer, special tokens and pair layout to use
+        (default: the default family's).
     """
 
     def __init__(self, vocab, do_lower_case=True, max_seq_length=128, doc_stride=128,

@@ -16,7 +16,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from bert_tf import families, files
-from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.data import classifier as data
 from bert_tf.data.classifier_tasks import get_processor
 from bert_tf.data.records import records_are_current, records_meta
@@ -24,6 +23,7 @@ from bert_tf.evaluation import classifier_metrics
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
 from bert_tf.training.task_file import TASK_FILE, read_task_file

@@ -18,13 +18,13 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import families, files
-from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.data import squad as squad_data
 from bert_tf.evaluation import squad_eval, squad_predictions
 from bert_tf.layers.heads import SpanHead
 from bert_tf.models import BertTaskModel
-from bert_tf.training.task import Task
 from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.text import validate_case_matches_checkpoint
+from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainingError
 
 

@@ -24,12 +24,12 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import families
-from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.data import conll
 from bert_tf.evaluation import tagging_metrics
 from bert_tf.layers.heads import TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.training.input_pipeline import PERMUTE_EACH_EPOCH
 from bert_tf.training.task import Task
 from bert_tf.training.task_file import read_task_file
