@@ -251,9 +251,48 @@ def test_tokenizer_json_of_the_real_uncased_vocab(tmp_path):
     tokens = vocab_file.read_text(encoding="utf-8").split("\n")[:-1]
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(hub.tokenizer_json(tokens), ensure_ascii=False), encoding="utf-8")
+    from bert_tf.bert.tokenization import WORDPIECE_SPECIAL_TOKENS
     from bert_tf.hf.tokenizer_files import vocab_from_tokenizer_json, vocab_text
 
-    assert vocab_text(vocab_from_tokenizer_json(path)) == vocab_file.read_bytes()
+    tokens = vocab_from_tokenizer_json(path, WORDPIECE_SPECIAL_TOKENS)
+    assert vocab_text(tokens) == vocab_file.read_bytes()
+
+
+def test_tokenizer_files_take_the_family_tokens(tmp_path):
+    """tokenizer.json's continuation prefix and unknown token must be the family's; the
+    exported special_tokens_map.json / tokenizer_config.json name the family's tokens."""
+    import dataclasses
+
+    from bert_tf.hf.tokenizer_files import (vocab_from_tokenizer_json,
+                                            write_hub_tokenizer_files)
+
+    wordpiece = hub_names.SPECIAL_TOKENS
+    path = tmp_path / "tokenizer.json"
+
+    def write(**model):
+        model = {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1, "##a": 2}, **model}
+        path.write_text(json.dumps({"model": model}), encoding="utf-8")
+
+    write(continuing_subword_prefix="##", unk_token="[UNK]")
+    assert vocab_from_tokenizer_json(path, wordpiece) == ["[UNK]", "a", "##a"]
+    write(continuing_subword_prefix="@@")
+    with pytest.raises(HubError, match="tokenizer.json: model.continuing_subword_prefix is "
+                                       "'@@'; the original tokenizer uses '##'"):
+        vocab_from_tokenizer_json(path, wordpiece)
+    write(unk_token="<unk>")
+    with pytest.raises(HubError, match="model.unk_token is '<unk>'.*uses '\\[UNK\\]'"):
+        vocab_from_tokenizer_json(path, wordpiece)
+    assert len(vocab_from_tokenizer_json(path, dataclasses.replace(wordpiece, unk="<unk>"))) == 3
+
+    out = tmp_path / "out"
+    out.mkdir()
+    write_hub_tokenizer_files(str(out), b"[UNK]\n", True, 512, "BertTokenizer", wordpiece)
+    expected = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                "cls_token": "[CLS]", "mask_token": "[MASK]"}
+    assert json.loads((out / "special_tokens_map.json").read_text()) == expected
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "BertTokenizer"
+    assert {k: config[k] for k in expected} == expected
 
 
 def test_tokenizer_settings_are_found_and_unsupported_ones_warned(tmp_path):

@@ -14,6 +14,7 @@ is pure Python (no TensorFlow, no NumPy).
 """
 
 from bert_tf.bert.config import DEFAULT_LAYER_NORM_EPS, BertConfig
+from bert_tf.bert.tokenization import WORDPIECE_SPECIAL_TOKENS
 from bert_tf.heads import FINE_TUNING_HEADS
 
 # The config class a snapshot's config.json becomes, and its default LayerNorm epsilon.
@@ -21,6 +22,10 @@ CONFIG = BertConfig
 DEFAULT_EPS = DEFAULT_LAYER_NORM_EPS
 # config.json's model_type of these snapshots; the prefix of the encoder in the task classes.
 MODEL_TYPE = "bert"
+# The tokenizer of BERT's snapshots: Transformers' class, and its special tokens (the
+# tokenizer.json / special_tokens_map.json the bridge reads and writes).
+TOKENIZER_CLASS = "BertTokenizer"
+SPECIAL_TOKENS = WORDPIECE_SPECIAL_TOKENS
 ENCODER_PREFIX = "bert."
 # Original names the bridge checks or generates: the tied word embeddings, the masked-LM bias,
 # the pooler (which classes without one get on import).

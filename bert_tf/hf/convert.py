@@ -77,7 +77,8 @@ def import_snapshot(hf_dir, output_dir):
     """
     snap = snapshot.read_snapshot(hf_dir)
     report = list(snap.report)
-    vocab_bytes, vocab_source = tokenizer_files.snapshot_vocab(hf_dir)
+    table = snap.hub_names
+    vocab_bytes, vocab_source = tokenizer_files.snapshot_vocab(hf_dir, table.SPECIAL_TOKENS)
     do_lower_case, notes, warnings = tokenizer_files.read_settings(hf_dir)
     if do_lower_case is None:
         do_lower_case = True
@@ -86,7 +87,6 @@ def import_snapshot(hf_dir, output_dir):
     report.append(f"vocab: {vocab_source}")
     report += [f"tokenizer: {note}" for note in notes]
     report += [f"tokenizer warning: {w}" for w in warnings]
-    table = snap.hub_names
     config = table.CONFIG.from_dict(snap.bert_config, source=os.path.join(hf_dir, "config.json"))
     with _staged_output(output_dir) as tmp:
         vocab_path = os.path.join(tmp, tokenizer_files.VOCAB_FILE)
@@ -279,7 +279,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     regression = num_labels == 1 and "classifier" in heads and task_info.get("labels", 0) is None
     hub_config = _hub_config(config, table, architecture, labels and [str(x) for x in labels],
                              num_labels, regression,
-                             vocab.get(families.of(config).tokenizer.special_tokens.pad, 0))
+                             vocab.get(table.SPECIAL_TOKENS.pad, 0))
     report.append(f"config: hidden_act {config.hidden_act!r} -> {hub_config['hidden_act']!r} "
                   "(Transformers' name of the same function)")
     with _staged_output(output_dir) as tmp:
@@ -289,7 +289,8 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         with open(vocab_file, "rb") as f:
             vocab_bytes = f.read()
         tokenizer_files.write_hub_tokenizer_files(tmp, vocab_bytes, do_lower_case,
-                                                  config.max_position_embeddings)
+                                                  config.max_position_embeddings,
+                                                  table.TOKENIZER_CLASS, table.SPECIAL_TOKENS)
     report.append(f"wrote {output_dir}: model.safetensors, config.json, vocab.txt, "
                   "tokenizer_config.json, special_tokens_map.json")
     return Result(os.fspath(output_dir), report)

@@ -1,8 +1,9 @@
 """The tokenizer files of a Hub snapshot, read and written for the original's WordPiece.
 
 The original tokenizer knows one setting, `do_lower_case` (lower-casing and accent stripping
-together, CJK ideographs always split, `##` continuations, `[UNK]`, words of up to 200
-characters). A snapshot says more: `tokenizer_config.json` (`do_lower_case`,
+together, CJK ideographs always split, `##` continuations, an unknown token, words of up to 200
+characters); its special tokens are the family's (`SpecialTokens`, given by the caller: the
+tokenizer class's `special_tokens`, or the family's Hub table). A snapshot says more: `tokenizer_config.json` (`do_lower_case`,
 `strip_accents` (None = follow lower-casing, the original's rule), `tokenize_chinese_chars`,
 `never_split`) and `tokenizer.json` (a WordPiece `model` with its vocab, a `BertNormalizer`).
 `read_settings` finds `do_lower_case` and warns of every setting with no equivalent in the
@@ -22,8 +23,6 @@ VOCAB_FILE = "vocab.txt"
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
-SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
-                  "cls_token": "[CLS]", "mask_token": "[MASK]"}
 _ORIGINAL_MAX_CHARS = 200
 # The released checkpoints' folder names say their casing (as
 # bert_tf.text.validate_case_matches_checkpoint reads them).
@@ -55,19 +54,22 @@ def _wordpiece_model(path):
     return data, model
 
 
-def vocab_from_tokenizer_json(path):
-    """The tokens of `tokenizer.json`'s WordPiece vocab in id order (ids must be 0..n-1)."""
+def vocab_from_tokenizer_json(path, special_tokens):
+    """The tokens of `tokenizer.json`'s WordPiece vocab in id order (ids must be 0..n-1); its
+    continuation prefix and unknown token must be `special_tokens`' (a `SpecialTokens`)."""
     path = os.fspath(path)
     _, model = _wordpiece_model(path)
     vocab = model.get("vocab")
     if not isinstance(vocab, dict) or not vocab:
         raise HubError(f"{path}: model.vocab is not a non-empty {{token: id}} object")
-    if model.get("continuing_subword_prefix", "##") != "##":
+    prefix, unk = special_tokens.continuation_prefix, special_tokens.unk
+    if model.get("continuing_subword_prefix", prefix) != prefix:
         raise HubError(f"{path}: model.continuing_subword_prefix is "
-                       f"{model['continuing_subword_prefix']!r}; the original tokenizer uses '##'")
-    if model.get("unk_token", "[UNK]") != "[UNK]":
+                       f"{model['continuing_subword_prefix']!r}; the original tokenizer uses "
+                       f"{prefix!r}")
+    if model.get("unk_token", unk) != unk:
         raise HubError(f"{path}: model.unk_token is {model['unk_token']!r}; the original "
-                       "tokenizer uses '[UNK]'")
+                       f"tokenizer uses {unk!r}")
     tokens = [None] * len(vocab)
     for token, index in vocab.items():
         if not isinstance(index, int) or not 0 <= index < len(vocab) or tokens[index] is not None:
@@ -85,16 +87,18 @@ def vocab_text(tokens):
     return "".join(f"{token}\n" for token in tokens).encode("utf-8")
 
 
-def snapshot_vocab(hf_dir):
+def snapshot_vocab(hf_dir, special_tokens):
     """(vocab.txt bytes, source description) of a snapshot: its vocab.txt as it is, else
-    tokenizer.json's WordPiece vocab."""
+    tokenizer.json's WordPiece vocab (with `special_tokens`' continuation prefix and unknown
+    token)."""
     vocab_path = os.path.join(hf_dir, VOCAB_FILE)
     if os.path.isfile(vocab_path):
         with open(vocab_path, "rb") as f:
             return f.read(), vocab_path
     json_path = os.path.join(hf_dir, TOKENIZER_JSON)
     if os.path.isfile(json_path):
-        return vocab_text(vocab_from_tokenizer_json(json_path)), f"{json_path} (model.vocab)"
+        return (vocab_text(vocab_from_tokenizer_json(json_path, special_tokens)),
+                f"{json_path} (model.vocab)")
     raise HubError(f"{hf_dir}: no {VOCAB_FILE} and no {TOKENIZER_JSON}: the snapshot has no "
                    "vocabulary")
 
@@ -174,20 +178,30 @@ def write_json(path, data):
         f.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def write_hub_tokenizer_files(folder, vocab_bytes, do_lower_case, model_max_length):
-    """vocab.txt, tokenizer_config.json and special_tokens_map.json of a BertTokenizer doing
-    what the original tokenizer does with `do_lower_case`."""
+def special_tokens_map(special_tokens):
+    """special_tokens_map.json's object of a `SpecialTokens`."""
+    s = special_tokens
+    return {"unk_token": s.unk, "sep_token": s.sep, "pad_token": s.pad, "cls_token": s.cls,
+            "mask_token": s.mask}
+
+
+def write_hub_tokenizer_files(folder, vocab_bytes, do_lower_case, model_max_length,
+                              tokenizer_class, special_tokens):
+    """vocab.txt, tokenizer_config.json and special_tokens_map.json of a WordPiece
+    `tokenizer_class` (Transformers' name, e.g. "BertTokenizer") doing what the original
+    tokenizer does with `do_lower_case`, with `special_tokens` (a `SpecialTokens`)."""
     with open(os.path.join(folder, VOCAB_FILE), "wb") as f:
         f.write(vocab_bytes)
+    tokens = special_tokens_map(special_tokens)
     write_json(os.path.join(folder, TOKENIZER_CONFIG), {
-        "tokenizer_class": "BertTokenizer",
+        "tokenizer_class": tokenizer_class,
         "do_lower_case": bool(do_lower_case),
         "strip_accents": None,
         "tokenize_chinese_chars": True,
         "model_max_length": int(model_max_length),
-        **SPECIAL_TOKENS,
+        **tokens,
     })
-    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), dict(SPECIAL_TOKENS))
+    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
 
 
 def write_original_tokenizer_config(folder, do_lower_case):
@@ -218,7 +232,7 @@ def tokenizer_from_pretrained(tokenizer_class, folder, do_lower_case=None, **kwa
     folder = os.fspath(folder)
     if do_lower_case is None:
         do_lower_case, _ = resolve_do_lower_case(folder)
-    vocab_bytes, _ = snapshot_vocab(folder)
+    vocab_bytes, _ = snapshot_vocab(folder, tokenizer_class.special_tokens)
     with tempfile.TemporaryDirectory(prefix="bert_tf_vocab_") as tmp:
         vocab_file = os.path.join(tmp, VOCAB_FILE)
         with open(vocab_file, "wb") as f:
