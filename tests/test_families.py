@@ -324,3 +324,7 @@ def test_squad_features_with_two_separators():
     # [CLS] query [SEP] [SEP] window [SEP]: four positions besides the query.
     with pytest.raises(ValueError, match=r"max_query_length \(8\) \+ 4"):
         _features([example], tokenizer, 12, 3)
+    # Without special tokens, the default family's (BERT's three).
+    squad.check_feature_settings(12, 3, 8)
+    with pytest.raises(ValueError, match=r"max_query_length \(9\) \+ 3"):
+        squad.check_feature_settings(12, 3, 9)

@@ -57,7 +57,7 @@ from absl import logging
 
 from bert_tf.data.features import Int64EntryHeads, varint
 from bert_tf.data.writer import RoundRobinRecordWriter
-from bert_tf.families import special_tokens_of
+from bert_tf.families import default_special_tokens, special_tokens_of
 from bert_tf.text import printable_text, whitespace_tokenize
 
 __all__ = [
@@ -498,7 +498,7 @@ def word_ids_of_text(tokenizer, text):
 def check_feature_settings(max_seq_length, doc_stride, max_query_length, special_tokens=None):
     """ValueError unless the window has room and advances (see the module docstring);
     `special_tokens` (default: the default family's) say how many positions the layout takes."""
-    special = special_tokens or families.default_special_tokens()
+    special = special_tokens or default_special_tokens()
     reserved = max_seq_length - special.pair_budget(max_seq_length)  # 3 for BERT
     if max_seq_length <= max_query_length + reserved:
         raise ValueError(

@@ -21,7 +21,7 @@ from bert_tf import checkpoints, families
 from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json
-from bert_tf.text import VocabError, load_vocab
+from bert_tf.text import load_vocab
 from bert_tf.training.task_file import TASK_FILE, read_task_file
 
 CHECKPOINT_NAME = "bert_model.ckpt"
