@@ -1,4 +1,4 @@
-"""Imports modules of a copy of google-research/bert (or google-research/electra), for comparing
+"""Imports modules of a copy of google-research/bert (or /electra, /albert), for comparing
 bert_tf with the original.
 
 The original is TF1 code (`import tensorflow as tf`, then `tf.gfile`, `tf.layers.dense`,
@@ -118,4 +118,61 @@ def load_electra_module(repo, name="run_pretraining"):
             if key.split(".")[0] in _ELECTRA_PACKAGES:
                 del sys.modules[key]
         sys.path[:] = saved_path
+    return module
+
+
+def load_albert_module(repo, name):
+    """Imports `<repo>/<name>.py` of a copy of google-research/albert (e.g. "tokenization",
+    "create_pretraining_data", "modeling", "run_pretraining", "optimization").
+
+    ALBERT's files import each other as the package `albert` (`from albert import modeling`),
+    `import tensorflow.compat.v1 as tf`, `from tensorflow.contrib import layers / tpu /
+    cluster_resolver / metrics`, `from tensorflow.compat.v1 import estimator` and
+    `tensorflow_hub`. While it loads, `albert` is the copy (a package on `repo`), TensorFlow
+    resolves to the TF1 module above, and the TPU, cluster, Estimator and Hub modules are empty
+    stand-ins (their names resolve at call time, in code paths the comparisons do not run). The
+    modules of the `albert` package stay registered under `original_albert.<name>` only. Raises
+    FileNotFoundError naming the path when the copy has no such module.
+
+    Its scripts define absl flags when imported, so one process loads one script (with the
+    modules it imports: `run_pretraining` brings `modeling`, `optimization`, `lamb_optimizer`).
+    """
+    repo = os.fspath(repo)
+    path = os.path.join(repo, f"{name}.py")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} not found: expected a copy of google-research/albert")
+    tf1 = _tf1_module()
+    estimator = types.ModuleType("tensorflow.compat.v1.estimator")
+    estimator.ModeKeys = types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer")
+    tf1.estimator = estimator
+    contrib = types.ModuleType("tensorflow.contrib")
+    contrib.layers = tf1.contrib.layers
+    for stand_in in ("tpu", "cluster_resolver", "metrics"):
+        setattr(contrib, stand_in, types.ModuleType(f"tensorflow.contrib.{stand_in}"))
+    top = types.ModuleType("tensorflow")
+    top.compat = types.SimpleNamespace(v1=tf1)
+    top.contrib = contrib
+    package = types.ModuleType("albert")
+    package.__path__ = [repo]
+    fake = {"tensorflow": top, "tensorflow.compat": top.compat, "tensorflow.compat.v1": tf1,
+            "tensorflow.compat.v1.estimator": estimator, "tensorflow.contrib": contrib,
+            "tensorflow_hub": types.ModuleType("tensorflow_hub"), "albert": package}
+    fake.update({f"tensorflow.contrib.{k}": getattr(contrib, k)
+                 for k in ("layers", "tpu", "cluster_resolver", "metrics")})
+    saved = {key: sys.modules.get(key) for key in fake}
+    before = set(sys.modules)
+    sys.modules.update(fake)
+    try:
+        module = importlib.import_module(f"albert.{name}")
+    finally:
+        loaded = {key: sys.modules[key] for key in set(sys.modules) - before
+                  if key.startswith("albert.")}
+        for key, value in saved.items():
+            if value is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = value
+        for key, value in loaded.items():
+            del sys.modules[key]
+            sys.modules[f"original_{key.replace('.', '_', 1)}"] = value
     return module
