@@ -134,3 +134,42 @@ def test_a_bert_config_is_refused():
         AlbertModel(bert)
     with pytest.raises(TypeError, match="AlbertConfig"):
         AlbertPretrainingModel(bert)
+
+
+ORIGINAL_REPO = Path("/tmp/orig_albert")
+
+
+def test_the_original_initialises_from_our_checkpoint(tmp_path):
+    """What the original's run_pretraining.py and run_classifier.py do with --init_checkpoint
+    (`get_assignment_map_from_checkpoint`, then `tf.train.init_from_checkpoint`) on a checkpoint
+    bert_tf wrote: every variable of its AlbertModel is matched and its outputs are ours."""
+    if not (ORIGINAL_REPO / "modeling.py").is_file():
+        pytest.skip(f"no copy of google-research/albert at {ORIGINAL_REPO}")
+    from tools.original import load_albert_module
+
+    modeling = load_albert_module(ORIGINAL_REPO, "modeling")
+    want = recorded("grouped")
+    config = config_of("grouped")
+    model = AlbertPretrainingModel(config)  # fresh random weights, not the recorded ones
+    prefix = checkpoints.save_original_checkpoint(model, tmp_path / "model.ckpt-0",
+                                                  global_step=0)
+    ours = model.bert(inputs(want))
+    v1 = tf.compat.v1
+    with tf.Graph().as_default():
+        original = modeling.AlbertModel(
+            config=modeling.AlbertConfig.from_dict(json.loads(
+                (DATA / "grouped" / "albert_config.json").read_text())),
+            is_training=False, input_ids=tf.constant(want["input_ids"]),
+            input_mask=tf.constant(want["input_mask"]),
+            token_type_ids=tf.constant(want["segment_ids"]))
+        tvars = v1.trainable_variables()
+        assignment, initialized = modeling.get_assignment_map_from_checkpoint(tvars, str(prefix))
+        assert sorted(initialized) == sorted(
+            [v.op.name for v in tvars] + [v.name for v in tvars])
+        v1.train.init_from_checkpoint(str(prefix), assignment)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            sequence, pooled = sess.run([original.get_sequence_output(),
+                                         original.get_pooled_output()])
+    assert_close(sequence, ours["sequence_output"].numpy(), "sequence_output")
+    assert_close(pooled, ours["pooled_output"].numpy(), "pooled_output")
