@@ -150,7 +150,10 @@ def convert_examples_to_features(examples, seq_length, tokenizer):
 
 
 def parse_layer_indexes(layers, num_hidden_layers, flag="--layers"):
-    """`"-1,-2"` -> [-1, -2]; each entry an int in [-num_hidden_layers, num_hidden_layers)."""
+    """`"-1,-2"` -> [-1, -2]; each entry an int in [-num_hidden_layers, num_hidden_layers).
+
+    `num_hidden_layers` counts the encoder's outputs (`config.num_encoder_outputs`: L, or
+    L * inner_group_num for ALBERT, whose layers run several blocks)."""
     indexes = []
     for entry in str(layers).split(","):
         try:
@@ -162,7 +165,7 @@ def parse_layer_indexes(layers, num_hidden_layers, flag="--layers"):
         if not -num_hidden_layers <= index < num_hidden_layers:
             raise FeatureExtractionError(
                 f"{flag}={layers!r}: layer {index} does not exist; the model has "
-                f"num_hidden_layers={num_hidden_layers}, so indexes run from "
+                f"{num_hidden_layers} encoder layers (all_encoder_layers), so indexes run from "
                 f"{-num_hidden_layers} to {num_hidden_layers - 1}")
         indexes.append(index)
     return indexes
@@ -537,7 +540,7 @@ def run_extract_features(options, strategy=None):
     from bert_tf.text import VocabError
 
     config = families.read_config(options.bert_config_file)
-    layer_indexes = parse_layer_indexes(options.layers, config.num_hidden_layers)
+    layer_indexes = parse_layer_indexes(options.layers, config.num_encoder_outputs)
     check_max_seq_length(options.max_seq_length, config)
     if options.batch_size < 1:
         raise FeatureExtractionError(f"--batch_size={options.batch_size}: must be positive")

@@ -141,7 +141,7 @@ def test_json_line_equals_json_dumps_of_the_original_structure():
 
 @pytest.mark.parametrize("layers, message", [
     ("-1,x", "entry 'x' is not an integer"),
-    ("-1,-4", "layer -4 does not exist; the model has num_hidden_layers=3"),
+    ("-1,-4", "layer -4 does not exist; the model has 3 encoder layers"),
     ("3", "layer 3 does not exist"),
     ("", "entry '' is not an integer"),
 ])
@@ -350,3 +350,57 @@ def test_sorted_batches_cut_to_their_length_give_the_padded_output(tmp_path):
 def _tolerance(values):
     """1e-6 at the scale of a line's values (see the test above)."""
     return 1e-6 * max(1.0, float(np.abs(values).max()))
+
+
+def test_albert_checkpoint_and_sentencepiece_model(tmp_path):
+    """An ALBERT checkpoint (albert_config.json as Google ships it, without model_type) with its
+    SentencePiece model as --vocab_file: the pieces are the family tokenizer's (preprocess_text,
+    then SentencePiece) and the values its encoder's; --layers counts the L * inner_group_num
+    block outputs (8 here, for L=4 and 2 inner blocks)."""
+    import tensorflow as tf
+
+    from bert_tf import checkpoints
+    from bert_tf.albert.config import AlbertConfig
+    from bert_tf.albert.model import AlbertModel
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    spm_model = Path(__file__).parent / "data" / "albert_spm" / "albert.model"
+    config = AlbertConfig(vocab_size=2000, embedding_size=8, hidden_size=16, num_hidden_layers=4,
+                          num_hidden_groups=2, inner_group_num=2, num_attention_heads=2,
+                          intermediate_size=32, max_position_embeddings=32)
+    model = AlbertModel(config)
+    prefix = checkpoints.save_original_checkpoint(model, tmp_path / "model.ckpt-best",
+                                                  update_state=False)
+    google_style = config.to_dict()
+    del google_style["model_type"]
+    (tmp_path / "albert_config.json").write_text(json.dumps(google_style))
+    lines = ["Hello  World, 1,000 Cafés ||| Second  sentence.", "ÅNGSTRÖM naïve"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = fe.ExtractFeaturesOptions(
+        input_file=str(tmp_path / "in.txt"), output_file=str(tmp_path / "out.jsonl"),
+        bert_config_file=str(tmp_path / "albert_config.json"), init_checkpoint=str(prefix),
+        vocab_file=str(spm_model), layers="-1,0,7", max_seq_length=32, batch_size=2,
+        do_lower_case=True)
+    assert fe.run_extract_features(options) == 2
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    tokenizer = AlbertTokenizer(str(spm_model), do_lower_case=True)
+    for row, line in zip(rows, lines):
+        parts = line.split(" ||| ")
+        pieces = [tokenizer.tokenize(p) for p in parts]
+        want_tokens = ["[CLS]", *pieces[0], "[SEP]"] + ([*pieces[1], "[SEP]"] if len(parts) > 1 else [])
+        assert [f["token"] for f in row["features"]] == want_tokens
+        ids = tokenizer.convert_tokens_to_ids(want_tokens)
+        segments = [0] * (len(pieces[0]) + 2) + [1] * (len(want_tokens) - len(pieces[0]) - 2)
+        outputs = model({"input_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
+                         "segment_ids": tf.constant([segments])})
+        for index in (-1, 0, 7):
+            got = np.array([[layer["values"] for layer in f["layers"] if layer["index"] == index][0]
+                            for f in row["features"]])
+            want = outputs["all_encoder_layers"][index][0].numpy()
+            np.testing.assert_allclose(got, want, rtol=0, atol=VALUE_TOLERANCE)
+    # preprocess_text ran: lower-cased, accents (combining marks after NFKD) dropped.
+    text = "".join(f["token"] for row in rows for f in row["features"][1:]
+                   if f["token"] != "[SEP]")
+    assert text == text.lower() and not set("éåöï") & set(text)
+    with pytest.raises(fe.FeatureExtractionError, match="layer 8 does not exist; the model has 8"):
+        fe.run_extract_features(dataclasses.replace(options, layers="8"))

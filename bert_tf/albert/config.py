@@ -73,6 +73,11 @@ class AlbertConfig(BertConfig):
         return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
 
     @property
+    def num_encoder_outputs(self):
+        """L * inner_group_num: every block run adds one tensor to all_encoder_layers."""
+        return self.num_hidden_layers * self.inner_group_num
+
+    @property
     def groups(self):
         """The groups some layer uses, ascending (the original creates only these)."""
         return sorted({self.group_of_layer(i) for i in range(self.num_hidden_layers)})

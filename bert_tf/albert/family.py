@@ -3,12 +3,13 @@
 from bert_tf import families
 from bert_tf.albert.config import AlbertConfig
 from bert_tf.albert.model import AlbertModel
-from bert_tf.bert import fast_tokenization, tokenization
+from bert_tf.albert.tokenization import AlbertTokenizer
+from bert_tf.bert import fast_tokenization
 
 FAMILY = families.Family(
     name="albert",
     config=AlbertConfig,
     encoder=AlbertModel,
-    tokenizer=tokenization.FullTokenizer,
+    tokenizer=AlbertTokenizer,
     graph_tokenizer=fast_tokenization.TokenizerModule,
 )

@@ -127,6 +127,11 @@ class BertConfig:
     def attention_head_size(self):
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def num_encoder_outputs(self):
+        """How many tensors the encoder's `all_encoder_layers` holds (one per block run)."""
+        return self.num_hidden_layers
+
     @classmethod
     def from_dict(cls, json_object, source="bert config"):
         """Builds a config from a dict holding every key of `bert_config.json`."""
