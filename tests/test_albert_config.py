@@ -60,7 +60,7 @@ def test_defaults_are_the_originals():
     ({"num_hidden_groups": 0}, "num_hidden_groups must be a positive integer"),
     ({"inner_group_num": 1.5}, "inner_group_num must be a positive integer"),
     ({"hidden_size": 100, "num_attention_heads": 64}, "divisible"),
-    ({"model_type": "bert"}, "model_type must be 'albert'"),
+    ({"model_type": "bert"}, "model_type must be one of albert, got 'bert'"),
     ({"hidden_act": "swish"}, "hidden_act must be one of"),
 ])
 def test_bad_values_are_named(change, message):

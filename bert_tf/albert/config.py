@@ -43,6 +43,8 @@ class AlbertConfig(BertConfig):
     are kept and written back.
     """
 
+    MODEL_TYPES = ("albert",)
+
     def __init__(self, vocab_size, source="AlbertConfig", **kwargs):
         given = {**DEFAULTS, **kwargs}
         given.setdefault("model_type", "albert")
@@ -62,8 +64,6 @@ class AlbertConfig(BertConfig):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 problems.append(f"{key} must be a positive integer, got {value!r}")
-        if self.model_type != "albert":
-            problems.append(f"model_type must be 'albert', got {self.model_type!r}")
         if problems:
             raise AlbertConfigError(f"{source}: " + "; ".join(problems))
 

@@ -312,6 +312,10 @@ class AlbertTokenizer(FullTokenizer):
         WordPiece vocab (with [UNK]).
     """
 
+    # The family's tokens (what `bert_tf.families` code reads from the class); an instance on
+    # the WordPiece path has BERT's instead.
+    special_tokens = SENTENCEPIECE_SPECIAL_TOKENS
+
     def __init__(self, vocab_file, do_lower_case=True, spm_model_file=None, **kwargs):
         del kwargs  # other families' options (cache_size, ...): nothing to tune here
         if not spm_model_file and vocab_file is not None and is_sentencepiece_model(vocab_file):

@@ -51,8 +51,11 @@ class BertConfig:
     (default 1e-12, the original's) sets the epsilon of every LayerNorm; `embedding_size` (E,
     default hidden_size; ELECTRA's) the width of the embeddings, projected to hidden_size by a
     dense `embeddings_project` when it differs; `model_type` (a name of
-    `bert_tf.families.NAMES`, default "bert") the family. Each is written back only when it was given.
+    `MODEL_TYPES`, default "bert") the family. Each is written back only when it was given.
     """
+
+    # The families whose configs this class describes (a subclass names its own).
+    MODEL_TYPES = ("bert", "electra")
 
     def __init__(
         self,
@@ -110,8 +113,8 @@ class BertConfig:
         emb = self.embedding_size
         if isinstance(emb, bool) or not isinstance(emb, int) or emb <= 0:
             problems.append(f"embedding_size must be a positive integer, got {emb!r}")
-        if self.model_type not in families.NAMES:
-            problems.append(f"model_type must be one of {', '.join(families.NAMES)}, got "
+        if self.model_type not in self.MODEL_TYPES:
+            problems.append(f"model_type must be one of {', '.join(self.MODEL_TYPES)}, got "
                             f"{self.model_type!r}")
         if self.hidden_act not in ACTIVATIONS:
             problems.append(f"hidden_act must be one of {', '.join(ACTIVATIONS)}, got {self.hidden_act!r}")
