@@ -471,9 +471,9 @@ def test_half_precision_weights_are_widened_exactly(tmp_path):
 
 
 @pytest.mark.parametrize("key,value,fragment", [
-    ("model_type", "roberta", "model_type 'roberta' is not a BERT checkpoint"),
+    ("model_type", "roberta", "model_type 'roberta' is not a BERT/ALBERT checkpoint"),
     # A family of bert_tf without a Hub name table (no hub_names module) is refused too.
-    ("model_type", "electra", "model_type 'electra' is not a BERT checkpoint"),
+    ("model_type", "electra", "model_type 'electra' is not a BERT/ALBERT checkpoint"),
     ("position_embedding_type", "relative_key", "position_embedding_type 'relative_key'"),
     ("hidden_act", "silu", "hidden_act 'silu' has no equivalent"),
     ("architectures", ["BertForMultipleChoice"], "architectures ['BertForMultipleChoice']"),
@@ -604,8 +604,8 @@ def test_cli_flags_of_the_other_verb_are_refused_in_one_line(tmp_path):
 
 
 def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
-    """BERT's table is its package's hub_names module; ELECTRA has none, so exporting an ELECTRA
-    checkpoint is refused in one line naming the config file."""
+    """BERT's (and ALBERT's) table is its package's hub_names module; ELECTRA has none, so
+    exporting an ELECTRA checkpoint is refused in one line naming the config file."""
     assert families.hub_names("bert") is hub_names
     assert families.hub_names("electra") is None and families.hub_names("roberta") is None
     config = BertConfig.from_dict(dict(
@@ -618,7 +618,7 @@ def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(hub.VOCAB) + "\n")
     with pytest.raises(HubError, match=r"bert_config.json: model_type 'electra' has no Hugging "
-                                       r"Face Hub names here \(only BERT's converts\)"):
+                                       r"Face Hub names here \(only BERT's and ALBERT's convert\)"):
         export_checkpoint(str(folder), str(folder / "bert_config.json"), str(vocab),
                           str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
