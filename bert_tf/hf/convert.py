@@ -265,11 +265,11 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         if "C" in letters:
             num_labels = values[original].shape[0]
     sizes = names.sizes_of(config, num_labels)
-    for hub_name, original, _, letters in head_rows:
-        if values[original].shape != names.hub_shape(letters, sizes):
+    for hub_name, original, transposed, letters in head_rows:
+        expected = names.hub_shape(letters[::-1] if transposed else letters, sizes)
+        if values[original].shape != expected:
             raise HubError(f"checkpoint {prefix}: {original} has shape "
-                           f"{list(values[original].shape)}, expected "
-                           f"{list(names.hub_shape(letters, sizes))}")
+                           f"{list(values[original].shape)}, expected {list(expected)}")
 
     # A pooler the import generated was not in the snapshot: leave it out again.
     pooler_out = generated >= {r[1] for r in table.POOLER}
@@ -281,7 +281,7 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     encoder_prefix = table.ARCHITECTURES[architecture][0]
     for hub_name, letters, fill, _, why in table.implied_rows(config):
         tensors[encoder_prefix + hub_name] = snapshot.implied_value(letters, fill, sizes)
-        report.append(f"wrote {encoder_prefix + hub_name} as the {fill}: {why}")
+        report.append(f"wrote {encoder_prefix + hub_name} as {'the identity' if fill == 'identity' else 'zeros'}: {why}")
     report.insert(0, f"architecture: {architecture} ({len(tensors)} tensors)")
     if pooler_out:
         report.append(f"left out {table.POOLER_KERNEL.rpartition('/')[0]}/{{kernel,bias}}: "
@@ -389,17 +389,17 @@ def load_pretrained(path, build):
     a Hub snapshot folder (imported into a temporary Google-release `folder` first)."""
     with original_folder(path) as folder:
         config = families.read_config(_google_config_file(folder))
+        other_family = HubError(f"{path}: holds a model of model_type {config.model_type!r}: "
+                                f"load it with {families.of(config).encoder.__name__}"
+                                ".from_pretrained")
         try:
             model = build(config, folder)
         except ValueError as e:
-            # An encoder class of another family (BertModel.from_pretrained on ALBERT's folder).
+            # The encoder class of another family refuses the config (BertModel on ALBERT's).
             if "model_type" not in str(e):
                 raise
-            raise HubError(f"{path}: {e}") from None
-        model_type = getattr(model, "model_type", config.model_type)
-        if model_type != config.model_type:
-            raise HubError(f"{path}: holds a model of model_type {config.model_type!r}, not "
-                           f"{model_type!r}: load it with "
-                           f"{families.of(config).encoder.__name__}.from_pretrained")
+            raise other_family from None
+        if getattr(model, "model_type", config.model_type) != config.model_type:
+            raise other_family
         checkpoints.load_original_checkpoint(model, folder)
     return model
