@@ -53,6 +53,24 @@ def hub_config(architecture, **overrides):
     return config
 
 
+def _drawers(rng, out, old_layer_norm_names=False):
+    """mat(*shape), linear(name, n_out, n_in), norm(name, width): random weights into `out`."""
+    g, b = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
+
+    def mat(*shape):
+        return rng.normal(0, 0.3, shape).astype(np.float32)
+
+    def linear(name, n_out, n_in):
+        out[f"{name}.weight"] = mat(n_out, n_in)
+        out[f"{name}.bias"] = mat(n_out)
+
+    def norm(name, width):
+        out[f"{name}.{g}"] = (1 + rng.normal(0, 0.1, width)).astype(np.float32)
+        out[f"{name}.{b}"] = mat(width)
+
+    return mat, linear, norm
+
+
 def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_names=False,
                    buffers=False, tied_decoder=False, pooler=None):
     """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
@@ -63,19 +81,11 @@ def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_nam
     v, p, t = config["vocab_size"], config["max_position_embeddings"], config["type_vocab_size"]
     if prefix is None:
         prefix = "" if arch == "BertModel" else "bert."
-    g, b = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
     out = {}
-
-    def mat(*shape):
-        return rng.normal(0, 0.3, shape).astype(np.float32)
-
-    def linear(name, n_out, n_in):
-        out[f"{name}.weight"] = mat(n_out, n_in)
-        out[f"{name}.bias"] = mat(n_out)
+    mat, linear, draw_norm = _drawers(rng, out, old_layer_norm_names)
 
     def norm(name):
-        out[f"{name}.{g}"] = (1 + rng.normal(0, 0.1, h)).astype(np.float32)
-        out[f"{name}.{b}"] = mat(h)
+        draw_norm(name, h)
 
     e = prefix + "embeddings."
     out[e + "word_embeddings.weight"] = mat(v, h)
@@ -336,18 +346,25 @@ def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask
         x = ln(lin(context, base + "attention.output.dense") + x, base + "attention.output.LayerNorm")
         inner = act(lin(x, base + "intermediate.dense"))
         x = ln(lin(inner, base + "output.dense") + x, base + "output.LayerNorm")
+    return _with_heads(x, w, HEADS[arch], arch == "BertForSequenceClassification", lin, ln, act,
+                       pooler="pooler.dense", mlm="cls.predictions.transform.",
+                       mlm_bias="cls.predictions.bias", pair=("nsp", "cls.seq_relationship"))
+
+
+def _with_heads(x, w, heads, pooled_classifier, lin, ln, act, pooler, mlm, mlm_bias, pair):
+    """`sequence_output` x, `pooled_output` (where `pooler` is a weight) and the logits of
+    `heads`; `mlm` prefixes the masked-LM head's dense and LayerNorm, `pair` is (the head,
+    its Linear) of the sentence-pair head."""
     out = {"sequence_output": x}
-    if "pooler.dense.weight" in w:
-        out["pooled_output"] = np.tanh(lin(x[:, 0], "pooler.dense"))
-    heads = HEADS[arch]
+    if f"{pooler}.weight" in w:
+        out["pooled_output"] = np.tanh(lin(x[:, 0], pooler))
     if "mlm" in heads:
-        y = ln(act(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
-        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
-    if "nsp" in heads:
-        out["nsp_logits"] = lin(out["pooled_output"], "cls.seq_relationship")
+        y = ln(act(lin(x, mlm + "dense")), mlm + "LayerNorm")
+        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w[mlm_bias]
+    if pair[0] in heads:
+        out[f"{pair[0]}_logits"] = lin(out["pooled_output"], pair[1])
     if "classifier" in heads:
-        source = out["pooled_output"] if arch == "BertForSequenceClassification" else x
-        out["logits"] = lin(source, "classifier")
+        out["logits"] = lin(out["pooled_output"] if pooled_classifier else x, "classifier")
     if "qa" in heads:
         logits = lin(x, "qa_outputs")
         out["start_logits"], out["end_logits"] = logits[..., 0], logits[..., 1]
@@ -406,18 +423,7 @@ def albert_state_dict(config, seed=0, num_labels=3, prefix=None, buffers=False,
     if identity_mapping is None:
         identity_mapping = e == h
     out = {}
-
-    def mat(*shape):
-        return rng.normal(0, 0.3, shape).astype(np.float32)
-
-    def linear(name, n_out, n_in):
-        out[f"{name}.weight"] = mat(n_out, n_in)
-        out[f"{name}.bias"] = mat(n_out)
-
-    def norm(name, width):
-        out[f"{name}.weight"] = (1 + rng.normal(0, 0.1, width)).astype(np.float32)
-        out[f"{name}.bias"] = mat(width)
-
+    mat, linear, norm = _drawers(rng, out)
     em = prefix + "embeddings."
     out[em + "word_embeddings.weight"] = mat(v, e)
     out[em + "position_embeddings.weight"] = mat(p, e)
@@ -478,19 +484,6 @@ def albert_reference_outputs(config, tensors, input_ids, token_type_ids, attenti
             x = ln(lin(context, base + "attention.dense") + x, base + "attention.LayerNorm")
             ffn = lin(act(lin(x, base + "ffn")), base + "ffn_output")
             x = ln(ffn + x, base + "full_layer_layer_norm")
-    out = {"sequence_output": x}
-    if "pooler.weight" in w:
-        out["pooled_output"] = np.tanh(lin(x[:, 0], "pooler"))
-    heads = ALBERT_HEADS[arch]
-    if "mlm" in heads:
-        y = ln(act(lin(x, "predictions.dense")), "predictions.LayerNorm")
-        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w["predictions.bias"]
-    if "sop" in heads:
-        out["sop_logits"] = lin(out["pooled_output"], "sop_classifier.classifier")
-    if "classifier" in heads:
-        source = out["pooled_output"] if arch == "AlbertForSequenceClassification" else x
-        out["logits"] = lin(source, "classifier")
-    if "qa" in heads:
-        logits = lin(x, "qa_outputs")
-        out["start_logits"], out["end_logits"] = logits[..., 0], logits[..., 1]
-    return out
+    return _with_heads(x, w, ALBERT_HEADS[arch], arch == "AlbertForSequenceClassification", lin,
+                       ln, act, pooler="pooler", mlm="predictions.", mlm_bias="predictions.bias",
+                       pair=("sop", "sop_classifier.classifier"))

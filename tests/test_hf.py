@@ -158,9 +158,11 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
 
 def _random_model(kind, config):
     if kind == "pretraining":
-        model = BertPretrainingModel(config)
+        pretraining = {"albert": AlbertPretrainingModel}.get(config.model_type,
+                                                             BertPretrainingModel)
+        model = pretraining(config)
     elif kind == "encoder":
-        model = BertModel(config)
+        model = families.build_encoder(config)
     else:
         head = {"classifier": ClassifierHead(3, config.hidden_size),
                 "squad": SpanHead(config.hidden_size),
@@ -831,18 +833,7 @@ def test_albert_import_of_export_gives_the_checkpoint_back(tmp_path, kind):
         num_hidden_layers=3, num_hidden_groups=2, inner_group_num=2, num_attention_heads=4,
         intermediate_size=24, max_position_embeddings=20,
         hidden_act={"classifier": "gelu_exact", "squad": "relu"}.get(kind, "gelu")))
-    if kind == "pretraining":
-        model = AlbertPretrainingModel(config)
-    elif kind == "encoder":
-        model = AlbertModel(config)
-    else:
-        head = {"classifier": ClassifierHead(3, config.hidden_size),
-                "squad": SpanHead(config.hidden_size),
-                "tagging": TokenClassifierHead(4, config.hidden_size)}[kind]
-        model = BertTaskModel(config, head)
-    rng = np.random.default_rng(1)
-    for variable in model.weights:
-        variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
+    model = _random_model(kind, config)
     run_dir = tmp_path / "run"
     prefix = save_original_checkpoint(model, run_dir / "model.ckpt-7", global_step=7)
     shutil.copy(hub.ALBERT_SPM, run_dir / "30k-clean.model")

@@ -30,6 +30,7 @@ Where Transformers and the original lay ALBERT out differently:
 This module is pure Python (no TensorFlow, no NumPy).
 """
 
+from bert_tf.albert.config import DEFAULTS as ORIGINAL_DEFAULTS
 from bert_tf.albert.config import AlbertConfig
 from bert_tf.albert.tokenization import SENTENCEPIECE_SPECIAL_TOKENS, load_sentencepiece
 from bert_tf.bert.config import DEFAULT_LAYER_NORM_EPS
@@ -130,22 +131,15 @@ LEFT_OUT = {
 }
 
 # config.json keys that are albert_config.json keys of the same meaning, with Transformers'
-# AlbertConfig defaults (albert-xxlarge's sizes, no dropout) for a config.json that leaves one
-# out.
+# AlbertConfig defaults for a config.json that leaves one out: the original's (albert-xxlarge's
+# sizes, no dropout), and a vocabulary of 30000.
 CONFIG_KEYS = {
     "vocab_size": 30000,
-    "embedding_size": 128,
-    "hidden_size": 4096,
-    "num_hidden_layers": 12,
-    "num_hidden_groups": 1,
-    "num_attention_heads": 64,
-    "intermediate_size": 16384,
-    "inner_group_num": 1,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
+    **{key: ORIGINAL_DEFAULTS[key] for key in (
+        "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+        "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_dropout_prob",
+        "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+        "initializer_range")},
 }
 
 
