@@ -8,6 +8,9 @@
   tokenizer files.
 - `reference_outputs`: an independent NumPy (float64) forward of Transformers' BertModel and
   its heads.
+- ALBERT: `albert_hub_config`, `albert_state_dict` (the names of Transformers' ALBERT classes,
+  by hand), `albert_reference_outputs` (its forward: groups by Transformers' `int(i / (L / G))`),
+  snapshots with `spiece.model` (`write_snapshot(..., spiece_model=ALBERT_SPM)`).
 """
 
 import json
@@ -15,6 +18,8 @@ import math
 import os
 import struct
 import zipfile
+
+import shutil
 
 import numpy as np
 from safetensors.numpy import save_file
@@ -48,6 +53,24 @@ def hub_config(architecture, **overrides):
     return config
 
 
+def _drawers(rng, out, old_layer_norm_names=False):
+    """mat(*shape), linear(name, n_out, n_in), norm(name, width): random weights into `out`."""
+    g, b = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
+
+    def mat(*shape):
+        return rng.normal(0, 0.3, shape).astype(np.float32)
+
+    def linear(name, n_out, n_in):
+        out[f"{name}.weight"] = mat(n_out, n_in)
+        out[f"{name}.bias"] = mat(n_out)
+
+    def norm(name, width):
+        out[f"{name}.{g}"] = (1 + rng.normal(0, 0.1, width)).astype(np.float32)
+        out[f"{name}.{b}"] = mat(width)
+
+    return mat, linear, norm
+
+
 def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_names=False,
                    buffers=False, tied_decoder=False, pooler=None):
     """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
@@ -58,19 +81,11 @@ def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_nam
     v, p, t = config["vocab_size"], config["max_position_embeddings"], config["type_vocab_size"]
     if prefix is None:
         prefix = "" if arch == "BertModel" else "bert."
-    g, b = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
     out = {}
-
-    def mat(*shape):
-        return rng.normal(0, 0.3, shape).astype(np.float32)
-
-    def linear(name, n_out, n_in):
-        out[f"{name}.weight"] = mat(n_out, n_in)
-        out[f"{name}.bias"] = mat(n_out)
+    mat, linear, draw_norm = _drawers(rng, out, old_layer_norm_names)
 
     def norm(name):
-        out[f"{name}.{g}"] = (1 + rng.normal(0, 0.1, h)).astype(np.float32)
-        out[f"{name}.{b}"] = mat(h)
+        draw_norm(name, h)
 
     e = prefix + "embeddings."
     out[e + "word_embeddings.weight"] = mat(v, h)
@@ -214,9 +229,11 @@ def tokenizer_json(tokens, lowercase=True, **model):
 
 
 def write_snapshot(folder, config, tensors, weights="safetensors", tokens=VOCAB,
-                   tokenizer=("vocab",), tokenizer_config=None):
+                   tokenizer=("vocab",), tokenizer_config=None, spiece_model=None):
     """Writes a snapshot folder. weights: "safetensors", "sharded" (two shards + index),
-    "bin", "bin_sharded"; tokenizer: which of "vocab" (vocab.txt), "json" (tokenizer.json)."""
+    "bin", "bin_sharded"; tokenizer: which of "vocab" (vocab.txt), "json" (tokenizer.json);
+    spiece_model: a SentencePiece model copied as spiece.model (ALBERT's tokenizer; then
+    vocab.txt is not written)."""
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
@@ -244,7 +261,10 @@ def write_snapshot(folder, config, tensors, weights="safetensors", tokens=VOCAB,
         write_torch_zip(os.path.join(folder, "pytorch_model.bin"), tensors)
     else:
         raise ValueError(weights)
-    if "vocab" in tokenizer:
+    if spiece_model is not None:
+        shutil.copy(spiece_model, os.path.join(folder, "spiece.model"))
+        tokenizer_config = tokenizer_config or ALBERT_TOKENIZER_CONFIG
+    elif "vocab" in tokenizer:
         with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("".join(t + "\n" for t in tokens))
     if "json" in tokenizer:
@@ -267,6 +287,46 @@ ACTIVATIONS = {
 }
 
 
+def _arithmetic(config, w, attention_mask):
+    """Transformers' pieces over float64 weights `w` (names without the encoder prefix):
+    `lin(x, name)`, `ln(x, name)`, `embed(input_ids, token_type_ids)` (the embeddings after
+    their LayerNorm) and `attend(x, prefix)` (the heads' context [B, S, H] of
+    prefix{query,key,value})."""
+    eps = config.get("layer_norm_eps", 1e-12)
+    heads_n = config["num_attention_heads"]
+    bias = (1.0 - attention_mask[:, None, None, :]) * np.finfo(np.float64).min
+
+    def lin(x, name):
+        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+
+    def ln(x, name):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
+
+    def embed(input_ids, token_type_ids):
+        s = input_ids.shape[1]
+        x = (w["embeddings.word_embeddings.weight"][input_ids]
+             + w["embeddings.position_embeddings.weight"][np.arange(s)][None]
+             + w["embeddings.token_type_embeddings.weight"][token_type_ids])
+        return ln(x, "embeddings.LayerNorm")
+
+    def attend(x, prefix):
+        b, s = x.shape[:2]
+
+        def split(y):
+            return y.reshape(b, s, heads_n, -1).transpose(0, 2, 1, 3)
+
+        q, k, v = (split(lin(x, prefix + p)) for p in ("query", "key", "value"))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
+        scores = scores - scores.max(-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(-1, keepdims=True)
+        return (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, -1)
+
+    return lin, ln, embed, attend
+
+
 def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask):
     """Transformers' forward in float64: dict of `sequence_output` [B, S, H], `pooled_output`
     [B, H] (when the class has a pooler) and the heads' logits (`mlm_logits` [B, S, V],
@@ -277,51 +337,34 @@ def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask
         name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta",
                                                                              "LayerNorm.bias")
         w[name.removeprefix("bert.")] = np.asarray(value, np.float64)
-    eps = config.get("layer_norm_eps", 1e-12)
     act = ACTIVATIONS[config["hidden_act"]]
-    heads_n = config["num_attention_heads"]
-
-    def lin(x, name):
-        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
-
-    def ln(x, name):
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + eps) * w[f"{name}.weight"] + w[f"{name}.bias"]
-
-    b, s = input_ids.shape
-    x = (w["embeddings.word_embeddings.weight"][input_ids]
-         + w["embeddings.position_embeddings.weight"][np.arange(s)][None]
-         + w["embeddings.token_type_embeddings.weight"][token_type_ids])
-    x = ln(x, "embeddings.LayerNorm")
-    bias = (1.0 - attention_mask[:, None, None, :]) * np.finfo(np.float64).min
+    lin, ln, embed, attend = _arithmetic(config, w, attention_mask)
+    x = embed(input_ids, token_type_ids)
     for layer in range(config["num_hidden_layers"]):
         base = f"encoder.layer.{layer}."
-
-        def split(y):
-            return y.reshape(b, s, heads_n, -1).transpose(0, 2, 1, 3)
-
-        q, k, v = (split(lin(x, base + f"attention.self.{p}")) for p in ("query", "key", "value"))
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
-        scores = scores - scores.max(-1, keepdims=True)
-        probs = np.exp(scores)
-        probs /= probs.sum(-1, keepdims=True)
-        context = (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, -1)
+        context = attend(x, base + "attention.self.")
         x = ln(lin(context, base + "attention.output.dense") + x, base + "attention.output.LayerNorm")
         inner = act(lin(x, base + "intermediate.dense"))
         x = ln(lin(inner, base + "output.dense") + x, base + "output.LayerNorm")
+    return _with_heads(x, w, HEADS[arch], arch == "BertForSequenceClassification", lin, ln, act,
+                       pooler="pooler.dense", mlm="cls.predictions.transform.",
+                       mlm_bias="cls.predictions.bias", pair=("nsp", "cls.seq_relationship"))
+
+
+def _with_heads(x, w, heads, pooled_classifier, lin, ln, act, pooler, mlm, mlm_bias, pair):
+    """`sequence_output` x, `pooled_output` (where `pooler` is a weight) and the logits of
+    `heads`; `mlm` prefixes the masked-LM head's dense and LayerNorm, `pair` is (the head,
+    its Linear) of the sentence-pair head."""
     out = {"sequence_output": x}
-    if "pooler.dense.weight" in w:
-        out["pooled_output"] = np.tanh(lin(x[:, 0], "pooler.dense"))
-    heads = HEADS[arch]
+    if f"{pooler}.weight" in w:
+        out["pooled_output"] = np.tanh(lin(x[:, 0], pooler))
     if "mlm" in heads:
-        y = ln(act(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm")
-        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
-    if "nsp" in heads:
-        out["nsp_logits"] = lin(out["pooled_output"], "cls.seq_relationship")
+        y = ln(act(lin(x, mlm + "dense")), mlm + "LayerNorm")
+        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w[mlm_bias]
+    if pair[0] in heads:
+        out[f"{pair[0]}_logits"] = lin(out["pooled_output"], pair[1])
     if "classifier" in heads:
-        source = out["pooled_output"] if arch == "BertForSequenceClassification" else x
-        out["logits"] = lin(source, "classifier")
+        out["logits"] = lin(out["pooled_output"] if pooled_classifier else x, "classifier")
     if "qa" in heads:
         logits = lin(x, "qa_outputs")
         out["start_logits"], out["end_logits"] = logits[..., 0], logits[..., 1]
@@ -331,3 +374,116 @@ def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask
 def log_softmax(x):
     x = x - x.max(-1, keepdims=True)
     return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+# --- ALBERT ---------------------------------------------------------------------------------
+
+ALBERT_SPM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "albert_spm",
+                          "albert.model")
+ALBERT_VOCAB_SIZE = 2000  # the pieces of ALBERT_SPM
+ALBERT_TOKENIZER_CONFIG = {"tokenizer_class": "AlbertTokenizer", "do_lower_case": True,
+                           "remove_space": True, "keep_accents": False}
+ALBERT_HEADS = {
+    "AlbertModel": (),
+    "AlbertForPreTraining": ("mlm", "sop"),
+    "AlbertForMaskedLM": ("mlm",),
+    "AlbertForSequenceClassification": ("classifier",),
+    "AlbertForQuestionAnswering": ("qa",),
+    "AlbertForTokenClassification": ("classifier",),
+}
+ALBERT_NO_POOLER = ("AlbertForMaskedLM", "AlbertForQuestionAnswering",
+                    "AlbertForTokenClassification")
+
+
+def albert_hub_config(architecture, **overrides):
+    """config.json of a small ALBERT: L=3 over 2 groups of 2 inner blocks, E=8 != H=16."""
+    config = dict(
+        architectures=[architecture], model_type="albert", vocab_size=ALBERT_VOCAB_SIZE,
+        embedding_size=8, hidden_size=16, num_hidden_layers=3, num_hidden_groups=2,
+        inner_group_num=2, num_attention_heads=4, intermediate_size=24, hidden_act="gelu_new",
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=20,
+        type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0,
+        classifier_dropout_prob=0.1,
+    )
+    config.update(overrides)
+    return config
+
+
+def albert_state_dict(config, seed=0, num_labels=3, prefix=None, buffers=False,
+                      tied_decoder=False, pooler=None, identity_mapping=None):
+    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]:
+    every group of `albert_layer_groups` (used or not), `embedding_hidden_mapping_in` always
+    (the identity with a zero bias when `identity_mapping`, default: when E == H)."""
+    arch = config["architectures"][0]
+    rng = np.random.default_rng(seed)
+    e, h, i_size = config["embedding_size"], config["hidden_size"], config["intermediate_size"]
+    v, p, t = config["vocab_size"], config["max_position_embeddings"], config["type_vocab_size"]
+    if prefix is None:
+        prefix = "" if arch == "AlbertModel" else "albert."
+    if identity_mapping is None:
+        identity_mapping = e == h
+    out = {}
+    mat, linear, norm = _drawers(rng, out)
+    em = prefix + "embeddings."
+    out[em + "word_embeddings.weight"] = mat(v, e)
+    out[em + "position_embeddings.weight"] = mat(p, e)
+    out[em + "token_type_embeddings.weight"] = mat(t, e)
+    norm(em + "LayerNorm", e)
+    if buffers:
+        out[em + "position_ids"] = np.arange(p, dtype=np.int64)[None]
+    mapping = prefix + "encoder.embedding_hidden_mapping_in"
+    if identity_mapping:
+        out[mapping + ".weight"] = np.eye(h, e, dtype=np.float32)
+        out[mapping + ".bias"] = np.zeros(h, np.float32)
+    else:
+        linear(mapping, h, e)
+    for group in range(config["num_hidden_groups"]):
+        for inner in range(config["inner_group_num"]):
+            base = f"{prefix}encoder.albert_layer_groups.{group}.albert_layers.{inner}."
+            for part in ("query", "key", "value", "dense"):
+                linear(base + f"attention.{part}", h, h)
+            norm(base + "attention.LayerNorm", h)
+            linear(base + "ffn", i_size, h)
+            linear(base + "ffn_output", h, i_size)
+            norm(base + "full_layer_layer_norm", h)
+    if arch not in ALBERT_NO_POOLER if pooler is None else pooler:
+        linear(prefix + "pooler", h, h)
+    heads = ALBERT_HEADS[arch]
+    if "mlm" in heads:
+        linear("predictions.dense", e, h)
+        norm("predictions.LayerNorm", e)
+        out["predictions.bias"] = mat(v)
+        if tied_decoder:
+            out["predictions.decoder.weight"] = out[em + "word_embeddings.weight"].copy()
+            out["predictions.decoder.bias"] = out["predictions.bias"].copy()
+    if "sop" in heads:
+        linear("sop_classifier.classifier", 2, h)
+    if "classifier" in heads:
+        linear("classifier", num_labels, h)
+    if "qa" in heads:
+        linear("qa_outputs", 2, h)
+    return out
+
+
+def albert_reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask):
+    """Transformers' ALBERT forward in float64 (layer i runs group int(i / (L / G)), each of its
+    inner blocks in turn): `sequence_output`, `pooled_output` (with a pooler), `mlm_logits`
+    [B, S, V], `sop_logits` [B, 2], `logits`, `start_logits`/`end_logits`."""
+    arch = config["architectures"][0]
+    w = {name.removeprefix("albert."): np.asarray(value, np.float64)
+         for name, value in tensors.items()}
+    act = ACTIVATIONS[config["hidden_act"]]
+    lin, ln, embed, attend = _arithmetic(config, w, attention_mask)
+    x = lin(embed(input_ids, token_type_ids), "encoder.embedding_hidden_mapping_in")
+    layers, groups = config["num_hidden_layers"], config["num_hidden_groups"]
+    for layer in range(layers):
+        group = int(layer / (layers / groups))
+        for inner in range(config["inner_group_num"]):
+            base = f"encoder.albert_layer_groups.{group}.albert_layers.{inner}."
+            context = attend(x, base + "attention.")
+            x = ln(lin(context, base + "attention.dense") + x, base + "attention.LayerNorm")
+            ffn = lin(act(lin(x, base + "ffn")), base + "ffn_output")
+            x = ln(ffn + x, base + "full_layer_layer_norm")
+    return _with_heads(x, w, ALBERT_HEADS[arch], arch == "AlbertForSequenceClassification", lin,
+                       ln, act, pooler="pooler", mlm="predictions.", mlm_bias="predictions.bias",
+                       pair=("sop", "sop_classifier.classifier"))

@@ -1,11 +1,13 @@
-"""bert_tf.hf: Hub snapshots in (forward equal to a NumPy reference of Transformers' BERT),
-out, round trips bit for bit both ways, tokenizer files, and every untrusted-file case refused
-in one line with nothing written. No torch, no transformers: snapshots are built by
-tests/hub_fixtures.py."""
+"""bert_tf.hf: Hub snapshots in (forward equal to a NumPy reference of Transformers' BERT and
+ALBERT), out, round trips bit for bit both ways, tokenizer files, and every untrusted-file case
+refused in one line with nothing written. No torch, no transformers: snapshots are built by
+tests/hub_fixtures.py; tests/data/albert_hub holds ALBERT snapshots Transformers saved, with its
+outputs."""
 
 import json
 import os
 import pickle
+import shutil
 import struct
 import subprocess
 import sys
@@ -17,6 +19,10 @@ import tensorflow as tf
 import hub_fixtures as hub
 from bert_tf import BertModel, BertTaskModel, FullTokenizer
 from bert_tf import families
+from bert_tf.albert.config import AlbertConfig
+from bert_tf.albert.model import AlbertModel
+from bert_tf.albert.pretraining import AlbertPretrainingModel
+from bert_tf.albert.tokenization import AlbertTokenizer
 from bert_tf.bert import hub_names
 from bert_tf.bert.config import BertConfig
 from bert_tf.bert.pretraining import BertPretrainingModel
@@ -152,9 +158,11 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
 
 def _random_model(kind, config):
     if kind == "pretraining":
-        model = BertPretrainingModel(config)
+        pretraining = {"albert": AlbertPretrainingModel}.get(config.model_type,
+                                                             BertPretrainingModel)
+        model = pretraining(config)
     elif kind == "encoder":
-        model = BertModel(config)
+        model = families.build_encoder(config)
     else:
         head = {"classifier": ClassifierHead(3, config.hidden_size),
                 "squad": SpanHead(config.hidden_size),
@@ -471,9 +479,9 @@ def test_half_precision_weights_are_widened_exactly(tmp_path):
 
 
 @pytest.mark.parametrize("key,value,fragment", [
-    ("model_type", "roberta", "model_type 'roberta' is not a BERT checkpoint"),
+    ("model_type", "roberta", "model_type 'roberta' is not a BERT/ALBERT checkpoint"),
     # A family of bert_tf without a Hub name table (no hub_names module) is refused too.
-    ("model_type", "electra", "model_type 'electra' is not a BERT checkpoint"),
+    ("model_type", "electra", "model_type 'electra' is not a BERT/ALBERT checkpoint"),
     ("position_embedding_type", "relative_key", "position_embedding_type 'relative_key'"),
     ("hidden_act", "silu", "hidden_act 'silu' has no equivalent"),
     ("architectures", ["BertForMultipleChoice"], "architectures ['BertForMultipleChoice']"),
@@ -604,8 +612,8 @@ def test_cli_flags_of_the_other_verb_are_refused_in_one_line(tmp_path):
 
 
 def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
-    """BERT's table is its package's hub_names module; ELECTRA has none, so exporting an ELECTRA
-    checkpoint is refused in one line naming the config file."""
+    """BERT's (and ALBERT's) table is its package's hub_names module; ELECTRA has none, so
+    exporting an ELECTRA checkpoint is refused in one line naming the config file."""
     assert families.hub_names("bert") is hub_names
     assert families.hub_names("electra") is None and families.hub_names("roberta") is None
     config = BertConfig.from_dict(dict(
@@ -618,7 +626,315 @@ def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(hub.VOCAB) + "\n")
     with pytest.raises(HubError, match=r"bert_config.json: model_type 'electra' has no Hugging "
-                                       r"Face Hub names here \(only BERT's converts\)"):
+                                       r"Face Hub names here \(only BERT's and ALBERT's convert\)"):
         export_checkpoint(str(folder), str(folder / "bert_config.json"), str(vocab),
                           str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+# --- ALBERT -----------------------------------------------------------------------------------
+
+
+ALBERT_HUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "albert_hub")
+ALBERT_CASES = {
+    # id: (architecture, weights file, albert_state_dict options, config.json overrides)
+    "pretraining-bin-buffers-tied": ("AlbertForPreTraining", "bin",
+                                     dict(buffers=True, tied_decoder=True), {}),
+    "masked-lm-sharded": ("AlbertForMaskedLM", "sharded", {}, {}),
+    "classifier-e-equals-h-gelu-eps": (
+        "AlbertForSequenceClassification", "safetensors", {},
+        dict(embedding_size=16, num_hidden_groups=3, inner_group_num=1, hidden_act="gelu",
+             layer_norm_eps=1e-5, id2label=dict(enumerate(LABELS)))),
+    "qa-relu": ("AlbertForQuestionAnswering", "safetensors", {}, dict(hidden_act="relu")),
+    "tagging": ("AlbertForTokenClassification", "bin_sharded", {},
+                dict(id2label={str(i): x for i, x in enumerate(LABELS)})),
+    "bare-default-act": ("AlbertModel", "safetensors", {}, dict(hidden_act=None)),
+    # More groups than layers: Transformers' groups 1 and 3 run at no layer.
+    "bare-sparse-groups": ("AlbertModel", "safetensors", {},
+                           dict(num_hidden_layers=2, num_hidden_groups=4, inner_group_num=1)),
+}
+ALBERT_INPUT_IDS = np.array([[2, 15, 48, 120, 3, 201, 77, 1500, 3, 0],
+                             [2, 33, 9, 3, 640, 3, 0, 0, 0, 0]])
+
+
+def albert_inputs():
+    return {"input_ids": ALBERT_INPUT_IDS, "input_mask": INPUT_MASK, "segment_ids": SEGMENT_IDS,
+            "masked_lm_positions": POSITIONS}
+
+
+def build_albert(tmp_path, case):
+    arch, weights, options, overrides = ALBERT_CASES[case]
+    config = hub.albert_hub_config(arch, **overrides)
+    config = {k: v for k, v in config.items() if v is not None}  # None: left to the default
+    tensors = hub.albert_state_dict(config, **options)
+    folder = hub.write_snapshot(str(tmp_path / f"albert-{case}"), config, tensors,
+                                weights=weights, spiece_model=hub.ALBERT_SPM)
+    return dict(config, hidden_act=config.get("hidden_act", "gelu_new")), tensors, folder
+
+
+def _albert_forward(tmp_path, arch, folder):
+    if arch == "AlbertModel":
+        return AlbertModel.from_pretrained(folder)(albert_inputs())
+    if arch in ("AlbertForPreTraining", "AlbertForMaskedLM"):
+        import_snapshot(folder, tmp_path / "google")
+        model = AlbertPretrainingModel(AlbertConfig.from_json_file(
+            tmp_path / "google/albert_config.json"))
+        load_original_checkpoint(model, tmp_path / "google")
+        return model(albert_inputs())
+    return BertTaskModel.from_pretrained(folder)(albert_inputs())
+
+
+def _compare(out, ref):
+    real = INPUT_MASK.astype(bool)
+    np.testing.assert_allclose(out["sequence_output"].numpy()[real],
+                               ref["sequence_output"][real], atol=1e-5)
+    if "pooled_output" in ref:
+        np.testing.assert_allclose(out["pooled_output"].numpy(), ref["pooled_output"], atol=1e-5)
+    if "mlm_logits" in ref:
+        mlm = np.take_along_axis(ref["mlm_logits"], POSITIONS[..., None], axis=1)
+        np.testing.assert_allclose(out["mlm_log_probs"].numpy(),
+                                   hub.log_softmax(mlm).reshape(-1, mlm.shape[-1]), atol=1e-5)
+    if "sop_logits" in ref:
+        np.testing.assert_allclose(out["nsp_log_probs"].numpy(),
+                                   hub.log_softmax(ref["sop_logits"]), atol=1e-5)
+    for key in ("logits", "start_logits", "end_logits"):
+        if key in ref:
+            np.testing.assert_allclose(out[key].numpy(), ref[key], atol=1e-5)
+
+
+@pytest.mark.parametrize("case", list(ALBERT_CASES))
+def test_albert_imported_forward_equals_transformers_reference(tmp_path, case):
+    config, tensors, folder = build_albert(tmp_path, case)
+    arch = config["architectures"][0]
+    ref = hub.albert_reference_outputs(config, tensors, ALBERT_INPUT_IDS, SEGMENT_IDS,
+                                       INPUT_MASK.astype(float))
+    _compare(_albert_forward(tmp_path, arch, folder), ref)
+
+
+def test_albert_reference_depends_on_the_group_layout():
+    """The reference is not blind to the sharing: the same weights run by one layer fewer (layer
+    2 on group 1 alone) or one inner block fewer are far outside the forward test's tolerance."""
+    config = hub.albert_hub_config("AlbertModel")
+    tensors = hub.albert_state_dict(config)
+    args = (ALBERT_INPUT_IDS, SEGMENT_IDS, INPUT_MASK.astype(float))
+    ref = hub.albert_reference_outputs(config, tensors, *args)["sequence_output"]
+    for change in (dict(num_hidden_layers=2), dict(inner_group_num=1)):
+        other = hub.albert_reference_outputs(dict(config, **change), tensors, *args)
+        assert np.abs(other["sequence_output"] - ref).max() > 1e-2
+
+
+@pytest.mark.parametrize("case", list(ALBERT_CASES))
+def test_albert_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
+    config, tensors, folder = build_albert(tmp_path, case)
+    arch = config["architectures"][0]
+    result = import_snapshot(folder, tmp_path / "google")
+    assert sorted(os.listdir(tmp_path / "google")) == sorted([
+        "albert_config.json", "model.ckpt-best.index", "model.ckpt-best.data-00000-of-00001",
+        "spiece.model", "tokenizer_config.json", "hf_import.json"]
+        + (["task.json"] if "id2label" in config else []))
+    assert (tmp_path / "google/spiece.model").read_bytes() == open(hub.ALBERT_SPM, "rb").read()
+    assert families.read_config(tmp_path / "google/albert_config.json").model_type == "albert"
+    # No vocab or config flag: albert_config.json and spiece.model beside the checkpoint.
+    export_checkpoint(tmp_path / "google", None, None, tmp_path / "back")
+    got = SafetensorsFile(tmp_path / "back/model.safetensors").read_all()
+    unused_groups = "sparse" in case
+    expected = {}
+    for name, value in tensors.items():
+        if name.removeprefix("albert.") in ("embeddings.position_ids",
+                                            "predictions.decoder.weight",
+                                            "predictions.decoder.bias"):
+            continue
+        if unused_groups and any(f"albert_layer_groups.{g}." in name for g in (1, 3)):
+            value = np.zeros_like(value)  # computes nothing: left out, written back as zeros
+        expected[name] = value
+    assert sorted(got) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    if unused_groups:
+        assert any("albert_layer_groups.1.albert_layers.0.ffn.weight: num_hidden_groups=4 > "
+                   "num_hidden_layers=2" in line for line in result.report)
+    hub_config = json.loads((tmp_path / "back/config.json").read_text())
+    assert hub_config["architectures"] == [arch] and hub_config["model_type"] == "albert"
+    for key in ("hidden_act", "layer_norm_eps", "embedding_size", "num_hidden_groups",
+                "inner_group_num", "num_hidden_layers"):
+        assert hub_config[key] == config[key], key
+    assert "position_embedding_type" not in hub_config
+    if "id2label" in config:
+        assert hub_config["id2label"] == {str(i): x for i, x in enumerate(LABELS)}
+    assert (tmp_path / "back/spiece.model").read_bytes() == open(hub.ALBERT_SPM, "rb").read()
+    settings = json.loads((tmp_path / "back/tokenizer_config.json").read_text())
+    assert settings == {
+        "tokenizer_class": "AlbertTokenizer", "do_lower_case": True, "remove_space": True,
+        "keep_accents": False, "model_max_length": 20, "bos_token": "[CLS]", "eos_token": "[SEP]",
+        "unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
+        "mask_token": "[MASK]"}
+
+
+def _recorded(tmp_path, case):
+    """The recorded snapshot with its spiece.model, and Transformers' inputs and outputs."""
+    folder = tmp_path / case
+    shutil.copytree(os.path.join(ALBERT_HUB, case), folder,
+                    ignore=shutil.ignore_patterns("outputs.npz"))
+    shutil.copy(hub.ALBERT_SPM, folder / "spiece.model")
+    return str(folder), dict(np.load(os.path.join(ALBERT_HUB, case, "outputs.npz")))
+
+
+@pytest.mark.parametrize("case", ["pretraining", "classifier"])
+def test_albert_snapshots_saved_by_transformers(tmp_path, case):
+    """Snapshots Transformers 5.24 saved, and its outputs (tests/data/albert_hub/
+    make_expected.py): our forward of the import within 1e-5, the export bit for bit."""
+    folder, want = _recorded(tmp_path, case)
+    features = {"input_ids": want["input_ids"], "input_mask": want["attention_mask"],
+                "segment_ids": want["token_type_ids"]}
+    real = want["attention_mask"].astype(bool)
+    import_snapshot(folder, tmp_path / "google")
+    if case == "pretraining":
+        model = AlbertPretrainingModel(families.read_config(tmp_path / "google/albert_config.json"))
+        load_original_checkpoint(model, tmp_path / "google")
+        positions = np.tile(np.arange(want["input_ids"].shape[1]), (2, 1))
+        out = model(dict(features, masked_lm_positions=positions))
+        mlm = hub.log_softmax(want["prediction_logits"].astype(np.float64))
+        np.testing.assert_allclose(out["mlm_log_probs"].numpy().reshape(mlm.shape)[real],
+                                   mlm[real], atol=1e-5)
+        np.testing.assert_allclose(out["nsp_log_probs"].numpy(),
+                                   hub.log_softmax(want["sop_logits"].astype(np.float64)),
+                                   atol=1e-5)
+    else:
+        out = BertTaskModel.from_pretrained(tmp_path / "google")(features)
+        np.testing.assert_allclose(out["logits"].numpy(), want["logits"], atol=1e-5)
+    np.testing.assert_allclose(out["sequence_output"].numpy()[real],
+                               want["last_hidden_state"][real], atol=1e-5)
+    np.testing.assert_allclose(out["pooled_output"].numpy(), want["pooler_output"], atol=1e-5)
+    export_checkpoint(tmp_path / "google", None, None, tmp_path / "back")
+    saved = SafetensorsFile(os.path.join(folder, "model.safetensors")).read_all()
+    back = SafetensorsFile(tmp_path / "back/model.safetensors").read_all()
+    assert sorted(back) == sorted(saved)
+    for name, value in saved.items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
+def test_albert_tokenizer_ids_against_transformers():
+    """Our AlbertTokenizer on the imported spiece.model against the ids Transformers'
+    AlbertTokenizer gave (recorded): equal, except where the two codes differ by design (the
+    original does not turn `` and '' into ", and keeps the "▁" it re-encodes before a
+    digit-comma piece)."""
+    recorded = json.loads(open(os.path.join(ALBERT_HUB, "tokens.json"), encoding="utf-8").read())
+    tokenizer = AlbertTokenizer(hub.ALBERT_SPM, do_lower_case=True)
+    differ = {"``Quoted'' text", "In 1990, then 2, 33"}
+    for text, ids in recorded.items():
+        ours = [2, *tokenizer.tokenize_to_ids(text), 3]
+        assert (ours != ids) == (text in differ), (text, ours, ids)
+
+
+@pytest.mark.parametrize("kind", ["pretraining", "classifier", "squad", "tagging", "encoder"])
+def test_albert_import_of_export_gives_the_checkpoint_back(tmp_path, kind):
+    config = AlbertConfig.from_dict(dict(
+        vocab_size=hub.ALBERT_VOCAB_SIZE, embedding_size=8, hidden_size=16,
+        num_hidden_layers=3, num_hidden_groups=2, inner_group_num=2, num_attention_heads=4,
+        intermediate_size=24, max_position_embeddings=20,
+        hidden_act={"classifier": "gelu_exact", "squad": "relu"}.get(kind, "gelu")))
+    model = _random_model(kind, config)
+    run_dir = tmp_path / "run"
+    prefix = save_original_checkpoint(model, run_dir / "model.ckpt-7", global_step=7)
+    shutil.copy(hub.ALBERT_SPM, run_dir / "30k-clean.model")
+    result = export_checkpoint(prefix, run_dir / "bert_config.json", run_dir / "30k-clean.model",
+                               tmp_path / "hub", do_lower_case=False)
+    architecture = {"pretraining": "AlbertForPreTraining", "encoder": "AlbertModel",
+                    "classifier": "AlbertForSequenceClassification",
+                    "squad": "AlbertForQuestionAnswering",
+                    "tagging": "AlbertForTokenClassification"}[kind]
+    assert result.report[0].startswith(f"architecture: {architecture} ")
+    hub_config = json.loads((tmp_path / "hub/config.json").read_text())
+    assert hub_config["hidden_act"] == names.ACTIVATION_TO_HUB[config.hidden_act]
+    import_snapshot(tmp_path / "hub", tmp_path / "google")
+    original = {n: v for n, v in checkpoint_tensors(prefix).items() if n != "global_step"}
+    again = checkpoint_tensors(tmp_path / "google/model.ckpt-best")
+    assert sorted(again) == sorted(original)
+    for name, value in original.items():
+        np.testing.assert_array_equal(again[name], value, err_msg=name)
+    assert AlbertConfig.from_json_file(tmp_path / "google/albert_config.json") == config
+    assert json.loads((tmp_path / "google/tokenizer_config.json").read_text()) == {
+        "do_lower_case": False}
+
+
+def test_google_albert_release_folder_loads_and_exports(tmp_path):
+    """albert_base_v2.tar.gz's layout: albert_config.json (no model_type), model.ckpt-best.*,
+    30k-clean.model; AlbertModel.from_pretrained and export take it as it is."""
+    config, tensors, folder = build_albert(tmp_path, "bare-default-act")
+    import_snapshot(folder, tmp_path / "imported")
+    release = tmp_path / "albert_base"
+    release.mkdir()
+    google = json.loads((tmp_path / "imported/albert_config.json").read_text())
+    google.pop("model_type")
+    google.update(net_structure_type=0, layers_to_keep=[], gap_size=0, num_memory_blocks=0,
+                  down_scale_factor=1)
+    (release / "albert_config.json").write_text(json.dumps(google))
+    for suffix in (".index", ".data-00000-of-00001"):
+        os.rename(tmp_path / f"imported/model.ckpt-best{suffix}",
+                  release / f"model.ckpt-best{suffix}")
+    os.rename(tmp_path / "imported/spiece.model", release / "30k-clean.model")
+    ref = hub.albert_reference_outputs(config, tensors, ALBERT_INPUT_IDS, SEGMENT_IDS,
+                                       INPUT_MASK.astype(float))
+    _compare(AlbertModel.from_pretrained(release)(albert_inputs()), ref)
+    with pytest.raises(HubError, match=r"albert_base: holds a model of model_type 'albert': "
+                                       r"load it with AlbertModel.from_pretrained"):
+        BertModel.from_pretrained(release)
+    result = export_checkpoint(release, None, None, tmp_path / "back")
+    assert any("do_lower_case=True" in line for line in result.report)
+    assert (tmp_path / "back/spiece.model").read_bytes() == open(hub.ALBERT_SPM, "rb").read()
+    got = SafetensorsFile(tmp_path / "back/model.safetensors").read_all()
+    np.testing.assert_array_equal(got["embeddings.word_embeddings.weight"],
+                                  tensors["embeddings.word_embeddings.weight"])
+
+
+def test_albert_mapping_that_is_not_the_identity_is_refused(tmp_path):
+    """E == H: the original has no embedding_hidden_mapping_in; a snapshot whose mapping does
+    something cannot be held."""
+    config = hub.albert_hub_config("AlbertModel", embedding_size=16)
+    tensors = hub.albert_state_dict(config, identity_mapping=False)
+    folder = hub.write_snapshot(str(tmp_path / "mapped"), config, tensors,
+                                spiece_model=hub.ALBERT_SPM)
+    one_line_error(folder, str(tmp_path / "out"),
+                   "tensor encoder.embedding_hidden_mapping_in.bias is not the zero vector",
+                   "embedding_size == hidden_size")
+
+
+@pytest.mark.parametrize("layers,groups,fragment", [
+    (18, 14, "layer 9 runs group 7 in the original (int(l / L * G)) and group 6 in Transformers"),
+    (22, 22, "layer 15 runs group 14 in the original (int(l / L * G)) and group 15 in "
+             "Transformers")])
+def test_albert_layouts_the_two_codes_compute_differently_are_refused(tmp_path, layers, groups,
+                                                                      fragment):
+    config = hub.albert_hub_config("AlbertModel", num_hidden_layers=layers,
+                                   num_hidden_groups=groups, inner_group_num=1)
+    tensors = hub.albert_state_dict(config)
+    folder = hub.write_snapshot(str(tmp_path / "layout"), config, tensors,
+                                spiece_model=hub.ALBERT_SPM)
+    one_line_error(folder, str(tmp_path / "out"), "config.json: num_hidden_layers=", fragment)
+    # The same layout exported from one of our checkpoints.
+    ours = AlbertConfig.from_dict(dict(vocab_size=hub.ALBERT_VOCAB_SIZE, embedding_size=8,
+                                       hidden_size=16, num_attention_heads=4,
+                                       intermediate_size=24, max_position_embeddings=20,
+                                       num_hidden_layers=layers, num_hidden_groups=groups))
+    prefix = save_original_checkpoint(AlbertModel(ours), tmp_path / "run/model.ckpt-1")
+    shutil.copy(hub.ALBERT_SPM, tmp_path / "run/spiece.model")
+    with pytest.raises(HubError, match=r"bert_config.json: num_hidden_layers=.*" + fragment[:30]):
+        export_checkpoint(prefix, None, None, tmp_path / "hub")
+    assert not (tmp_path / "hub").exists()
+
+
+def test_albert_tokenizer_files_refused_and_warned(tmp_path):
+    config, tensors, folder = build_albert(tmp_path, "bare-default-act")
+    os.rename(os.path.join(folder, "spiece.model"), os.path.join(folder, "moved.model"))
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump({"model": {"type": "Unigram", "vocab": [["<pad>", 0.0]]}}, f)
+    one_line_error(folder, str(tmp_path / "out"), "no spiece.model",
+                   "tokenizer.json is Transformers' rewrite of the model")
+    os.rename(os.path.join(folder, "moved.model"), os.path.join(folder, "spiece.model"))
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": False, "keep_accents": True, "remove_space": False}, f)
+    result = import_snapshot(folder, tmp_path / "google")
+    text = "\n".join(result.report)
+    assert "do_lower_case=False" in text and "(use --do_lower_case=false)" in text
+    assert "keep_accents=True: no equivalent" in text and "remove_space=False" in text
+    assert "config: hidden_act 'gelu_new' (Transformers default) -> 'gelu'" in text

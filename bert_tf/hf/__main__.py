@@ -32,20 +32,17 @@ def _define_flags():
     flags.DEFINE_string("output_dir", None, "The folder to write; must not exist or be empty.")
     flags.DEFINE_string("checkpoint", None, "export: a checkpoint prefix or its folder.")
     flags.DEFINE_string("bert_config_file", None,
-                        "export: the bert_config.json (default: the one beside the checkpoint).")
+                        "export: the bert_config.json or albert_config.json (default: the one "
+                        "beside the checkpoint).")
     flags.DEFINE_string("vocab_file", None,
-                        "export: the vocab.txt (default: the one beside the checkpoint).")
+                        "export: the vocab.txt, or ALBERT's SentencePiece model (default: "
+                        "vocab.txt, spiece.model or 30k-clean.model beside the checkpoint).")
     flags.DEFINE_bool("do_lower_case", None,
                       "export: the tokenizer's casing (default: the tokenizer_config.json beside "
                       "the checkpoint or vocab, else a released model's folder name, else True).")
     flags.DEFINE_enum("task", None, list(EXPORT_TASKS),
                       "export: which heads to export (default: the checkpoint's fine-tuning "
                       "head, else its pretraining heads, else the bare encoder).")
-
-
-def _beside(checkpoint, name):
-    directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
-    return os.path.join(directory or ".", name)
 
 
 def main(argv):
@@ -79,8 +76,7 @@ def main(argv):
         else:
             result = export_checkpoint(
                 FLAGS.checkpoint,
-                FLAGS.bert_config_file or _beside(FLAGS.checkpoint, "bert_config.json"),
-                FLAGS.vocab_file or _beside(FLAGS.checkpoint, "vocab.txt"),
+                FLAGS.bert_config_file, FLAGS.vocab_file,
                 FLAGS.output_dir, do_lower_case=FLAGS.do_lower_case, task=FLAGS.task)
     except (HubError, CheckpointError, ConfigError, VocabError) as e:
         print(f"bert_tf.hf {verb}: error: {e}", file=sys.stderr)

@@ -21,9 +21,9 @@ from bert_tf import checkpoints, families
 from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names, safetensors_io, snapshot, tokenizer_files
 from bert_tf.hf.tokenizer_files import read_json, write_json
-from bert_tf.text import load_vocab
 from bert_tf.training.task_file import TASK_FILE, read_task_file
 
+# The checkpoint an import of a BERT snapshot writes (a family's table names its own).
 CHECKPOINT_NAME = "bert_model.ckpt"
 # Written by an import beside the checkpoint: the source and the tensors it generated.
 IMPORT_INFO_FILE = "hf_import.json"
@@ -68,8 +68,9 @@ def import_snapshot(hf_dir, output_dir):
     """Writes a Google-release folder from a Hub snapshot folder.
 
     `output_dir` gets `bert_model.ckpt.{index,data-00000-of-00001}` (the original names;
-    heads under their original scopes), `bert_config.json`, `vocab.txt`, and, read by
-    from_pretrained and export but by no original script: `tokenizer_config.json`
+    heads under their original scopes), `bert_config.json`, `vocab.txt` (ALBERT:
+    `model.ckpt-best.*`, `albert_config.json`, `spiece.model`: the family's table names them),
+    and, read by from_pretrained and export but by no original script: `tokenizer_config.json`
     (do_lower_case), `task.json` (a classifier's or tagger's labels, as run_classifier.py /
     run_tagging.py write it) and `hf_import.json` (the source, the tensors generated).
 
@@ -78,8 +79,8 @@ def import_snapshot(hf_dir, output_dir):
     snap = snapshot.read_snapshot(hf_dir)
     report = list(snap.report)
     table = snap.hub_names
-    vocab_bytes, vocab_source = tokenizer_files.snapshot_vocab(hf_dir, table.SPECIAL_TOKENS)
-    do_lower_case, notes, warnings = tokenizer_files.read_settings(hf_dir)
+    vocab_bytes, vocab_source, do_lower_case, notes, warnings = tokenizer_files.snapshot_tokenizer(
+        hf_dir, table.TOKENIZER_FILES, table.SPECIAL_TOKENS)
     if do_lower_case is None:
         do_lower_case = True
         notes.append("do_lower_case=True (no tokenizer_config.json or tokenizer.json says; the "
@@ -88,11 +89,12 @@ def import_snapshot(hf_dir, output_dir):
     report += [f"tokenizer: {note}" for note in notes]
     report += [f"tokenizer warning: {w}" for w in warnings]
     config = table.CONFIG.from_dict(snap.bert_config, source=os.path.join(hf_dir, "config.json"))
+    checkpoint_name = table.CHECKPOINT_NAME
     with _staged_output(output_dir) as tmp:
-        vocab_path = os.path.join(tmp, tokenizer_files.VOCAB_FILE)
+        vocab_path = os.path.join(tmp, table.VOCAB_FILE)
         with open(vocab_path, "wb") as f:
             f.write(vocab_bytes)
-        vocab = load_vocab(vocab_path)
+        vocab = table.read_vocab(vocab_path)
         if len(vocab) > config.vocab_size:
             raise HubError(f"{vocab_source}: {len(vocab)} tokens, more than vocab_size "
                            f"{config.vocab_size} of config.json")
@@ -100,8 +102,12 @@ def import_snapshot(hf_dir, output_dir):
         _assign(bert, snap.tensors)
         encoder_names = set(checkpoints.original_variable_map(bert))
         heads = {n: v for n, v in snap.tensors.items() if n not in encoder_names}
-        checkpoints.save_original_checkpoint(bert, os.path.join(tmp, CHECKPOINT_NAME),
+        checkpoints.save_original_checkpoint(bert, os.path.join(tmp, checkpoint_name),
                                              extra_tensors=heads, update_state=False)
+        if table.CONFIG_FILE != checkpoints.CONFIG_FILE:
+            # The family's release names its config file otherwise (albert_config.json).
+            os.remove(os.path.join(tmp, checkpoints.CONFIG_FILE))
+            config.to_json_file(os.path.join(tmp, table.CONFIG_FILE))
         tokenizer_files.write_original_tokenizer_config(tmp, do_lower_case)
         _, arch_heads, _ = table.ARCHITECTURES[snap.architecture]
         for head, task in (("classifier", "classifier:custom"), ("tagging", "tagging")):
@@ -112,17 +118,22 @@ def import_snapshot(hf_dir, output_dir):
         write_json(os.path.join(tmp, IMPORT_INFO_FILE), {
             "source": os.path.abspath(hf_dir), "architecture": snap.architecture,
             "generated": snap.generated})
-    report.append(f"wrote {output_dir}: {CHECKPOINT_NAME}, bert_config.json, vocab.txt "
-                  f"(use --do_lower_case={str(do_lower_case).lower()})")
+    report.append(f"wrote {output_dir}: {checkpoint_name}, {table.CONFIG_FILE}, "
+                  f"{table.VOCAB_FILE} (use --do_lower_case={str(do_lower_case).lower()})")
     return Result(os.fspath(output_dir), report)
 
 
 def _hub_table(config, source):
-    """The Hub name table of `config`'s family; a family without one is refused."""
-    table = families.hub_names(config.model_type)
+    """The Hub name table (`names.HubTable`) of `config`'s family; a family without one, or a
+    config the two codes compute differently, is refused."""
+    table = names.hub_table(config.model_type)
     if table is None:
+        bridged = [f"{n.upper()}'s" for n in names.bridged_families()]
         raise HubError(f"{source}: model_type {config.model_type!r} has no Hugging Face Hub "
-                       "names here (only BERT's converts)")
+                       f"names here (only {' and '.join(bridged)} convert)")
+    problem = table.config_problem(config)
+    if problem:
+        raise HubError(f"{source}: {problem}")
     return table
 
 
@@ -141,11 +152,11 @@ def _choose_heads(task, present, prefix, table):
                            "pass --task")
         if fine_tuning:
             return (fine_tuning[0],)
-        return tuple(h for h in ("mlm", "nsp") if h in present)
+        return tuple(h for h in table.PRETRAINING_HEADS if h in present)
     if task == "encoder":
         return ()
     if task == "pretraining":
-        heads = tuple(h for h in ("mlm", "nsp") if h in present)
+        heads = tuple(h for h in table.PRETRAINING_HEADS if h in present)
         if not heads:
             raise HubError(f"checkpoint {prefix} has no pretraining head (cls/predictions, "
                            "cls/seq_relationship) for --task=pretraining")
@@ -162,7 +173,7 @@ def _hub_config(config, table, architecture, labels, num_labels, regression, pad
         "model_type": table.MODEL_TYPE,
         "hidden_act": names.ACTIVATION_TO_HUB[config.hidden_act],
         "layer_norm_eps": config.layer_norm_eps,
-        "position_embedding_type": "absolute",
+        **table.HUB_CONFIG,
         "pad_token_id": pad_token_id,
         "torch_dtype": "float32",
     }
@@ -177,6 +188,18 @@ def _hub_config(config, table, architecture, labels, num_labels, regression, pad
     return out
 
 
+def _beside(checkpoint, candidates, what):
+    """The first of `candidates` (file names) in the folder of `checkpoint` (a prefix or a
+    folder), for a flag that was not given."""
+    checkpoint = os.fspath(checkpoint)
+    directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+    for name in candidates:
+        path = os.path.join(directory or ".", name)
+        if os.path.isfile(path):
+            return path
+    raise HubError(f"no {' or '.join(candidates)} beside checkpoint {checkpoint}: pass {what}")
+
+
 def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_lower_case=None,
                       task=None):
     """Writes a Hub folder (`model.safetensors`, `config.json`, tokenizer files) from a
@@ -184,7 +207,9 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
 
     Args:
       checkpoint: a prefix or a folder (as every script takes).
-      bert_config_file, vocab_file: the model's files.
+      bert_config_file, vocab_file: the model's files (vocab_file: ALBERT's SentencePiece
+        model); None = the one beside the checkpoint (bert_config.json or albert_config.json;
+        vocab.txt, or spiece.model / 30k-clean.model for ALBERT).
       output_dir: the new folder.
       do_lower_case: None = the tokenizer_config.json beside the vocab or checkpoint (an
         import writes one), else a released model's folder name, else True.
@@ -194,14 +219,18 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     """
     if task is not None and task not in TASKS:
         raise HubError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
+    if bert_config_file is None:
+        bert_config_file = _beside(checkpoint, names.config_file_names(), "--bert_config_file")
     config = families.read_config(bert_config_file)
     table = _hub_table(config, bert_config_file)
+    if vocab_file is None:
+        vocab_file = _beside(checkpoint, table.VOCAB_FILES_BESIDE, "--vocab_file")
     if config.hidden_act not in names.ACTIVATION_TO_HUB:
         raise HubError(f"{bert_config_file}: hidden_act {config.hidden_act!r} has no "
                        "Transformers name")
     prefix = checkpoints.resolve_checkpoint_path(checkpoint)
     directory = os.path.dirname(prefix)
-    vocab = load_vocab(vocab_file)
+    vocab = table.read_vocab(vocab_file)
     if len(vocab) > config.vocab_size:
         raise HubError(f"{vocab_file}: {len(vocab)} tokens, more than vocab_size "
                        f"{config.vocab_size} of {bert_config_file}")
@@ -217,7 +246,10 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     heads = _choose_heads(task, _heads_in(shapes, table), prefix, table)
     # The Transformers class that has exactly the heads exported.
     architecture = {arch_heads: arch for arch, (_, arch_heads, _)
-                    in table.ARCHITECTURES.items()}[heads]
+                    in table.ARCHITECTURES.items()}.get(heads)
+    if architecture is None:
+        raise HubError(f"checkpoint {prefix}: no Transformers {table.MODEL_TYPE} class has "
+                       f"exactly the heads {list(heads)}: pass --task")
     _, _, has_pooler = table.ARCHITECTURES[architecture]
     info = read_json(os.path.join(directory, IMPORT_INFO_FILE)) if os.path.isfile(
         os.path.join(directory, IMPORT_INFO_FILE)) else {}
@@ -232,20 +264,24 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         values[original] = np.asarray(reader.get_tensor(original), np.float32)
         if "C" in letters:
             num_labels = values[original].shape[0]
-    sizes = {"V": config.vocab_size, "H": config.hidden_size, "C": num_labels}
-    for hub_name, original, _, letters in head_rows:
-        if values[original].shape != names.hub_shape(letters, sizes):
+    sizes = names.sizes_of(config, num_labels)
+    for hub_name, original, transposed, letters in head_rows:
+        expected = names.hub_shape(letters[::-1] if transposed else letters, sizes)
+        if values[original].shape != expected:
             raise HubError(f"checkpoint {prefix}: {original} has shape "
-                           f"{list(values[original].shape)}, expected "
-                           f"{list(names.hub_shape(letters, sizes))}")
+                           f"{list(values[original].shape)}, expected {list(expected)}")
 
     # A pooler the import generated was not in the snapshot: leave it out again.
     pooler_out = generated >= {r[1] for r in table.POOLER}
-    rows = table.rows_for(architecture, config.num_hidden_layers, pooler=not pooler_out)
+    rows = table.rows_for(architecture, config, pooler=not pooler_out)
     tensors = {}
     for hub_name, original, transposed, _ in rows:
         value = values[original]
         tensors[hub_name] = np.ascontiguousarray(value.T) if transposed else value
+    encoder_prefix = table.ARCHITECTURES[architecture][0]
+    for hub_name, letters, fill, _, why in table.implied_rows(config):
+        tensors[encoder_prefix + hub_name] = snapshot.implied_value(letters, fill, sizes)
+        report.append(f"wrote {encoder_prefix + hub_name} as {'the identity' if fill == 'identity' else 'zeros'}: {why}")
     report.insert(0, f"architecture: {architecture} ({len(tensors)} tensors)")
     if pooler_out:
         report.append(f"left out {table.POOLER_KERNEL.rpartition('/')[0]}/{{kernel,bias}}: "
@@ -288,10 +324,14 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         write_json(os.path.join(tmp, snapshot.CONFIG_FILE), hub_config)
         with open(vocab_file, "rb") as f:
             vocab_bytes = f.read()
-        tokenizer_files.write_hub_tokenizer_files(tmp, vocab_bytes, do_lower_case,
-                                                  config.max_position_embeddings,
-                                                  table.TOKENIZER_CLASS, table.SPECIAL_TOKENS)
-    report.append(f"wrote {output_dir}: model.safetensors, config.json, vocab.txt, "
+        write = (tokenizer_files.write_hub_sentencepiece_files
+                 if table.TOKENIZER_FILES == "sentencepiece"
+                 else tokenizer_files.write_hub_tokenizer_files)
+        write(tmp, vocab_bytes, do_lower_case, config.max_position_embeddings,
+              table.TOKENIZER_CLASS, table.SPECIAL_TOKENS)
+    hub_vocab = (tokenizer_files.SPIECE_MODEL if table.TOKENIZER_FILES == "sentencepiece"
+                 else tokenizer_files.VOCAB_FILE)
+    report.append(f"wrote {output_dir}: model.safetensors, config.json, {hub_vocab}, "
                   "tokenizer_config.json, special_tokens_map.json")
     return Result(os.fspath(output_dir), report)
 
@@ -308,15 +348,24 @@ def original_folder(path):
         raise HubError(f"{path}: not a folder (expected a Google-release folder with "
                        "bert_config.json, or a Hub snapshot with config.json)")
     if not snapshot.is_snapshot(path):
-        if not os.path.isfile(os.path.join(path, checkpoints.CONFIG_FILE)):
-            raise HubError(f"{path}: no bert_config.json (Google release) and no config.json "
-                           "(Hub snapshot)")
+        if _google_config_file(path) is None:
+            raise HubError(f"{path}: no {' or '.join(names.config_file_names())} (Google "
+                           "release) and no config.json (Hub snapshot)")
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="bert_tf_hf_") as tmp:
         folder = os.path.join(tmp, "model")
         import_snapshot(path, folder)
         yield folder
+
+
+def _google_config_file(folder):
+    """The config file of a Google-release folder (bert_config.json, albert_config.json, ...),
+    or None."""
+    for name in names.config_file_names():
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return None
 
 
 def pretrained_head(folder, config):
@@ -339,7 +388,18 @@ def load_pretrained(path, build):
     """The model `build(config, folder)` makes, with the weights of a Google-release folder or
     a Hub snapshot folder (imported into a temporary Google-release `folder` first)."""
     with original_folder(path) as folder:
-        config = families.read_config(os.path.join(folder, checkpoints.CONFIG_FILE))
-        model = build(config, folder)
+        config = families.read_config(_google_config_file(folder))
+        other_family = HubError(f"{path}: holds a model of model_type {config.model_type!r}: "
+                                f"load it with {families.of(config).encoder.__name__}"
+                                ".from_pretrained")
+        try:
+            model = build(config, folder)
+        except ValueError as e:
+            # The encoder class of another family refuses the config (BertModel on ALBERT's).
+            if "model_type" not in str(e):
+                raise
+            raise other_family from None
+        if getattr(model, "model_type", config.model_type) != config.model_type:
+            raise other_family
         checkpoints.load_original_checkpoint(model, folder)
     return model

@@ -1,10 +1,10 @@
 """A Hub snapshot folder read into a bert_config and tensors under the original's names.
 
-`read_snapshot(hf_dir)` checks `config.json` (a BERT of the original's architecture, an
-activation we compute), reads the weights (`model.safetensors`, shards listed by
+`read_snapshot(hf_dir)` checks `config.json` (a model of a family with Hub names, of the
+original's architecture, an activation we compute), reads the weights (`model.safetensors`, shards listed by
 `model.safetensors.index.json`, `pytorch_model.bin` or its shards), maps every tensor through
-its family's table of Hub names (`bert_tf.families.hub_names`: BERT's `bert_tf.bert.hub_names`;
-the generic parts in `bert_tf.hf.names`; shape checked against config.json, Linear weights
+its family's table of Hub names (`bert_tf.families.hub_names`: BERT's `bert_tf.bert.hub_names`,
+ALBERT's `bert_tf.albert.hub_names`; read through `bert_tf.hf.names.HubTable`; shape checked against config.json, Linear weights
 transposed, float16/bfloat16 widened to float32 exactly) and says in one line why each tensor
 it does not map is left out. A tensor it cannot place is an error, never dropped silently.
 No TensorFlow here: NumPy only.
@@ -28,6 +28,10 @@ _FLOAT_KINDS = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)
 # The pooler a class without one (BertForMaskedLM, ...QuestionAnswering, ...TokenClassification)
 # gets on import, drawn as the original initializes it; the seed makes imports reproducible.
 _POOLER_SEED = 20
+# Shape letters and the config.json keys that give them (for messages).
+_SIZE_KEYS = {"V": "vocab_size", "E": "embedding_size", "H": "hidden_size",
+              "I": "intermediate_size", "P": "max_position_embeddings",
+              "T": "type_vocab_size", "C": "labels"}
 
 
 @dataclasses.dataclass
@@ -36,14 +40,15 @@ class Snapshot:
 
     Attributes:
       hf_dir: the folder.
-      bert_config: the bert_config.json dict.
+      bert_config: the bert_config.json (albert_config.json, ...) dict.
       architecture: a key of `hub_names.ARCHITECTURES`.
       tensors: {original name: float32 np.ndarray in the original's layout}.
       generated: original names not in the snapshot, initialized here (the pooler of a class
         that has none).
       labels: the label names in id order (classifier, tagging), or None.
       report: lines saying what was read, mapped, left out and why.
-      hub_names: the family's table of Hub names the snapshot was read with.
+      hub_names: the family's table of Hub names the snapshot was read with (a
+        `names.HubTable`).
     """
 
     hf_dir: str
@@ -57,9 +62,11 @@ class Snapshot:
 
 
 def is_snapshot(folder):
-    """Whether `folder` is a Hub snapshot (config.json, no bert_config.json)."""
+    """Whether `folder` is a Hub snapshot (config.json, no bert_config.json,
+    albert_config.json, ...)."""
     return (os.path.isfile(os.path.join(folder, CONFIG_FILE))
-            and not os.path.isfile(os.path.join(folder, "bert_config.json")))
+            and not any(os.path.isfile(os.path.join(folder, name))
+                        for name in names.config_file_names()))
 
 
 def _config(hf_dir, report):
@@ -68,21 +75,21 @@ def _config(hf_dir, report):
         raise HubError(f"{hf_dir}: no {CONFIG_FILE}: not a Hugging Face snapshot folder")
     hub = read_json(path)
     model_type = hub.get("model_type")
-    rows = families.hub_names(families.DEFAULT if model_type is None else model_type)
+    rows = names.hub_table(families.DEFAULT if model_type is None else model_type)
     if rows is None:
-        bridged = [n for n in families.NAMES if families.hub_names(n) is not None]
+        bridged = names.bridged_families()
         raise HubError(f"{path}: model_type {model_type!r} is not a "
                        f"{'/'.join(n.upper() for n in bridged)} checkpoint (only model_type "
-                       f"{', '.join(repr(n) for n in bridged)} converts, even where tensor names "
+                       f"{', '.join(repr(n) for n in bridged)} convert, even where tensor names "
                        "look alike)")
     position = hub.get("position_embedding_type", "absolute")
     if position != "absolute":
         raise HubError(f"{path}: position_embedding_type {position!r} has no equivalent in the "
-                       "original BERT (absolute position embeddings only)")
+                       "original (absolute position embeddings only)")
     for key in ("is_decoder", "add_cross_attention"):
         if hub.get(key):
-            raise HubError(f"{path}: {key}=true: a decoder BERT has no equivalent in the original")
-    act = hub.get("hidden_act", "gelu")
+            raise HubError(f"{path}: {key}=true: a decoder has no equivalent in the original")
+    act = hub.get("hidden_act", rows.DEFAULT_HIDDEN_ACT)
     if not isinstance(act, str) or act not in names.ACTIVATION_FROM_HUB:
         raise HubError(f"{path}: hidden_act {act!r} has no equivalent here (expected one of "
                        f"{', '.join(names.ACTIVATION_FROM_HUB)})")
@@ -94,15 +101,19 @@ def _config(hf_dir, report):
             config[key] = default
             report.append(f"config: {key} not in {path}, Transformers' default {default}")
     config["hidden_act"] = names.ACTIVATION_FROM_HUB[act]
-    report.append(f"config: hidden_act {act!r} (Transformers) -> {config['hidden_act']!r}")
+    report.append(f"config: hidden_act {act!r} (Transformers{'' if 'hidden_act' in hub else ' default'}) "
+                  f"-> {config['hidden_act']!r}")
     eps = hub.get("layer_norm_eps", rows.DEFAULT_EPS)
     if eps != rows.DEFAULT_EPS:
         config["layer_norm_eps"] = eps
     try:
-        rows.CONFIG.from_dict(config, source=path)
+        config_object = rows.CONFIG.from_dict(config, source=path)
     except families.ConfigError as e:
         raise HubError(str(e)) from None
-    return hub, config, path, rows
+    problem = rows.config_problem(config_object)
+    if problem:
+        raise HubError(f"{path}: {problem}")
+    return hub, config, config_object, path, rows
 
 
 def _weight_files(hf_dir):
@@ -169,7 +180,35 @@ def _architecture(hub, hub_path, hub_names, table):
     for arch, (_, arch_heads, _) in table.ARCHITECTURES.items():
         if set(arch_heads) == set(heads):
             return arch, "the tensor names (config.json has no architectures)"
-    raise HubError(f"{hub_path}: no architectures key, and heads {heads} are no BERT class")
+    raise HubError(f"{hub_path}: no architectures key, and heads {heads} are no "
+                   f"{table.MODEL_TYPE.upper()} class")
+
+
+def _check_shape(value, letters, sizes, path, name):
+    expected = names.hub_shape(letters, sizes)
+    if tuple(value.shape) != expected:
+        given = ", ".join(f"{key}={sizes[letter]}" for letter, key in _SIZE_KEYS.items()
+                          if letter in letters)
+        raise HubError(f"{path}: tensor {name} has shape {list(value.shape)}, {CONFIG_FILE} "
+                       f"says {list(expected)} ({given})")
+
+
+def implied_value(letters, fill, sizes):
+    """The float32 value of an implied row (`names.HubTable.implied_rows`)."""
+    shape = names.hub_shape(letters, sizes)
+    if fill == "identity":
+        return np.eye(*shape, dtype=np.float32)
+    return np.zeros(shape, np.float32)
+
+
+def _check_implied(row, value, path, name, sizes):
+    _, letters, fill, checked, why = row
+    _check_shape(value, letters, sizes, path, name)
+    value = _float32(value, path, name)
+    if checked and not np.array_equal(value, implied_value(letters, fill, sizes)):
+        what = "identity" if fill == "identity" else "zero vector"
+        raise HubError(f"{path}: tensor {name} is not the {what}; {why}: the original cannot "
+                       "hold this snapshot's model")
 
 
 def _float32(value, path, name):
@@ -207,7 +246,7 @@ def read_snapshot(hf_dir):
     """Reads a snapshot folder; see the module docstring. Raises HubError."""
     hf_dir = os.fspath(hf_dir)
     report = []
-    hub, config, hub_path, table = _config(hf_dir, report)
+    hub, config, config_object, hub_path, table = _config(hf_dir, report)
     weights = read_weights(hf_dir)
     by_name = {}
     for name, (value, path) in weights.items():
@@ -224,38 +263,37 @@ def read_snapshot(hf_dir):
     if label_rows:
         found = by_name.get(label_rows[0][0])
         num_labels = found[0].shape[0] if found is not None and found[0].ndim == 2 else None
-    sizes = {"V": config["vocab_size"], "H": config["hidden_size"],
-             "I": config["intermediate_size"], "P": config["max_position_embeddings"],
-             "T": config["type_vocab_size"], "C": num_labels}
+    sizes = names.sizes_of(config_object, num_labels)
 
     # Encoder names are looked up without their prefix: a bare BertModel saved with `bert.`
     # (or a task model without it) holds the same tensors.
     encoder = {hub_name: (original, transposed, letters) for hub_name, original, transposed, letters
-               in table.encoder_rows(config["num_hidden_layers"])}
+               in table.encoder_rows(config_object)}
+    implied = {row[0]: row for row in table.implied_rows(config_object)}
     head_rows = {hub_name: (original, transposed, letters) for head in heads
                  for hub_name, original, transposed, letters in table.HEADS[head]}
     tensors, used_prefixes = {}, set()
     left_out = []
     for key, (value, path, name) in by_name.items():
         bare = key.removeprefix(table.ENCODER_PREFIX)
-        is_encoder = bare in encoder or bare.startswith("embeddings.")
+        is_encoder = bare in encoder or bare in implied or bare.startswith("embeddings.")
         if is_encoder:
             used_prefixes.add(key[: len(key) - len(bare)])
         decoder = key in (table.TIED_DECODER, table.DECODER_BIAS) and "mlm" in heads
         if bare in table.LEFT_OUT and (is_encoder or decoder):
             left_out.append((bare, path, name))
             continue
+        if bare in implied:
+            used_prefixes.add(key[: len(key) - len(bare)])
+            _check_implied(implied[bare], value, path, name, sizes)
+            report.append(f"left out {name}: {implied[bare][4]}")
+            continue
         rows = encoder if is_encoder else head_rows if bare == key else {}
         if bare not in rows:
             raise HubError(f"{path}: tensor {name} is not a weight of {arch} (nor a buffer we "
                            "know): refusing to drop it")
         original, transposed, letters = rows[bare]
-        expected = names.hub_shape(letters, sizes)
-        if tuple(value.shape) != expected:
-            raise HubError(f"{path}: tensor {name} has shape {list(value.shape)}, {CONFIG_FILE} "
-                           f"says {list(expected)} (vocab_size={sizes['V']}, hidden_size="
-                           f"{sizes['H']}, intermediate_size={sizes['I']}, max_position_"
-                           f"embeddings={sizes['P']}, type_vocab_size={sizes['T']})")
+        _check_shape(value, letters, sizes, path, name)
         value = _float32(value, path, name)
         tensors[original] = np.ascontiguousarray(value.T) if transposed else value
     if len(used_prefixes) > 1:
@@ -273,12 +311,12 @@ def read_snapshot(hf_dir):
         if bare == table.DECODER_BIAS:
             kept = tensors.get(table.MLM_OUTPUT_BIAS)
             if kept is None or not np.array_equal(_float32(weights[name][0], path, name), kept):
-                raise HubError(f"{path}: tensor {name} differs from cls.predictions.bias, which "
-                               "the original's masked-LM head has once")
+                raise HubError(f"{path}: tensor {name} differs from {table.mlm_bias_hub_name()}, "
+                               "which the original's masked-LM head has once")
         report.append(f"left out {name}: {table.LEFT_OUT[bare]}")
 
     generated = []
-    expected_rows = table.rows_for(arch, config["num_hidden_layers"], pooler=True)
+    expected_rows = table.rows_for(arch, config_object, pooler=True)
     pooler_names = {original for _, original, _, _ in table.POOLER}
     missing = [hub_name for hub_name, original, _, _ in expected_rows
                if original not in tensors and original not in pooler_names]

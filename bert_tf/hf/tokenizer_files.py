@@ -1,4 +1,6 @@
-"""The tokenizer files of a Hub snapshot, read and written for the original's WordPiece.
+"""The tokenizer files of a Hub snapshot, read and written for the original's tokenizers:
+BERT's WordPiece (`vocab.txt`, `tokenizer.json`) and ALBERT's SentencePiece (`spiece.model`,
+at the end of this module). A family's Hub table says which (`TOKENIZER_FILES`).
 
 The original tokenizer knows one setting, `do_lower_case` (lower-casing and accent stripping
 together, CJK ideographs always split, `##` continuations, an unknown token, words of up to 200
@@ -23,6 +25,7 @@ VOCAB_FILE = "vocab.txt"
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+SPIECE_MODEL = "spiece.model"
 _ORIGINAL_MAX_CHARS = 200
 # The released checkpoints' folder names say their casing (as
 # bert_tf.text.validate_case_matches_checkpoint reads them).
@@ -238,3 +241,82 @@ def tokenizer_from_pretrained(tokenizer_class, folder, do_lower_case=None, **kwa
         with open(vocab_file, "wb") as f:
             f.write(vocab_bytes)
         return tokenizer_class(vocab_file, do_lower_case, **kwargs)
+
+
+# --- SentencePiece (ALBERT) ------------------------------------------------------------------
+
+
+def snapshot_sentencepiece(hf_dir):
+    """(spiece.model bytes, source) of a snapshot: the SentencePiece model the original's
+    tokenizer loads, carried over byte for byte. A snapshot with only tokenizer.json is refused:
+    its Unigram table is Transformers' rewrite of the model, not the model."""
+    path = os.path.join(hf_dir, SPIECE_MODEL)
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            return f.read(), path
+    also = (f" (its {TOKENIZER_JSON} is Transformers' rewrite of the model, which the original's "
+            "SentencePiece cannot load)" if os.path.isfile(os.path.join(hf_dir, TOKENIZER_JSON))
+            else "")
+    raise HubError(f"{hf_dir}: no {SPIECE_MODEL}: the original tokenizer needs the "
+                   f"SentencePiece model{also}")
+
+
+def read_sentencepiece_settings(folder):
+    """What `tokenizer_config.json` of `folder` says for the original's SentencePiece tokenizer
+    (`preprocess_text`: whitespace collapsed, accents dropped, lower-cased with
+    `do_lower_case`).
+
+    Returns:
+      (do_lower_case or None when the file does not say, notes, warnings): as `read_settings`.
+    """
+    notes, warnings = [], []
+    config_path = os.path.join(folder, TOKENIZER_CONFIG)
+    config = read_json(config_path) if os.path.isfile(config_path) else {}
+    do_lower_case = config.get("do_lower_case")
+    if isinstance(do_lower_case, bool):
+        notes.append(f"do_lower_case={do_lower_case} ({config_path})")
+    else:
+        do_lower_case = None
+    if config.get("remove_space", True) is False:
+        warnings.append(f"{config_path}: remove_space=False: no equivalent in the original "
+                        "tokenizer, which always collapses whitespace runs (preprocess_text)")
+    if config.get("keep_accents", False) is True:
+        warnings.append(f"{config_path}: keep_accents=True: no equivalent in the original "
+                        "tokenizer, which always drops accents (NFKD, combining marks removed)")
+    return do_lower_case, notes, warnings
+
+
+def snapshot_tokenizer(hf_dir, kind, special_tokens):
+    """What an import takes from a snapshot's tokenizer files, for a family whose Hub table says
+    `kind` ("wordpiece" or "sentencepiece").
+
+    Returns:
+      (the bytes of the Google folder's vocabulary file (vocab.txt or spiece.model), where they
+      came from, do_lower_case or None, notes, warnings).
+    """
+    if kind == "sentencepiece":
+        data, source = snapshot_sentencepiece(hf_dir)
+        return (data, source, *read_sentencepiece_settings(hf_dir))
+    data, source = snapshot_vocab(hf_dir, special_tokens)
+    return (data, source, *read_settings(hf_dir))
+
+
+def write_hub_sentencepiece_files(folder, model_bytes, do_lower_case, model_max_length,
+                                  tokenizer_class, special_tokens):
+    """spiece.model, tokenizer_config.json and special_tokens_map.json of Transformers'
+    `tokenizer_class` (e.g. "AlbertTokenizer") doing what the original's `preprocess_text` and
+    SentencePiece do with `do_lower_case` (whitespace collapsed, accents dropped)."""
+    with open(os.path.join(folder, SPIECE_MODEL), "wb") as f:
+        f.write(model_bytes)
+    tokens = special_tokens_map(special_tokens)
+    # The original's pairs begin with [CLS] and end with [SEP]: Transformers' bos/eos.
+    tokens.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
+    write_json(os.path.join(folder, TOKENIZER_CONFIG), {
+        "tokenizer_class": tokenizer_class,
+        "do_lower_case": bool(do_lower_case),
+        "remove_space": True,
+        "keep_accents": False,
+        "model_max_length": int(model_max_length),
+        **tokens,
+    })
+    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
