@@ -23,6 +23,12 @@ import os
 PACKAGES = {
     "bert": "bert_tf.bert",
     "electra": "bert_tf.electra",
+    "albert": "bert_tf.albert",
+}
+# Config keys that name a family when a config has no `model_type`: Google's albert_config.json
+# has none (nor the original's AlbertConfig), but only ALBERT's configs hold these.
+SIGNATURE_KEYS = {
+    "albert": ("num_hidden_groups", "inner_group_num"),
 }
 DEFAULT = "bert"
 NAMES = tuple(PACKAGES)
@@ -184,7 +190,13 @@ def build_encoder(config, **kwargs):
 
 
 def _model_type(data):
-    model_type = data.get("model_type", DEFAULT) if isinstance(data, dict) else DEFAULT
+    if not isinstance(data, dict):
+        return DEFAULT
+    if "model_type" not in data:
+        for name, keys in SIGNATURE_KEYS.items():
+            if any(key in data for key in keys):
+                return name
+    model_type = data.get("model_type", DEFAULT)
     # A name no family has is left to the default family's config class to refuse, by name.
     return model_type if model_type in PACKAGES else DEFAULT
 
@@ -195,8 +207,8 @@ def config_from_dict(data, source="bert config"):
 
 
 def read_config(json_file):
-    """The config of a config file (`bert_config.json`) of any family: its `model_type`
-    (default "bert") picks the family, whose config class reads the file and says what is
+    """The config of a config file (`bert_config.json`, `albert_config.json`) of any family: its
+    `model_type` (else the family whose `SIGNATURE_KEYS` it holds, else "bert") picks the family, whose config class reads the file and says what is
     wrong with it (a `ConfigError`)."""
     path = os.fspath(json_file)
     try:

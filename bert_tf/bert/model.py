@@ -2,7 +2,7 @@
 
 import keras
 
-from bert_tf.bert.config import BertConfig
+from bert_tf import families
 from bert_tf.layers.checkpoint_names import dense_variables
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
@@ -26,10 +26,11 @@ class BertModel(keras.Model):
     `pooled_output`.
 
     Class attributes: `model_type`, the family whose configs it takes; `scope`, its checkpoint
-    scope (`bert/...`); `has_pooler`.
+    scope (`bert/...`); `has_pooler`. A family whose transformer differs (ALBERT's shared
+    blocks) overrides `_embeddings_project` and `_transformer`.
 
     Args:
-      config: a `BertConfig` (or its dict) of model_type `model_type`.
+      config: a config (or its dict) of model_type `model_type`.
       embeddings: optional `BertEmbeddings` layer of another model to share (ELECTRA's
         generator uses the discriminator's whole embedding scope); its width must be E.
     """
@@ -40,7 +41,7 @@ class BertModel(keras.Model):
 
     def __init__(self, config, embeddings=None, **kwargs):
         if isinstance(config, dict):
-            config = BertConfig.from_dict(config)
+            config = families.config_from_dict(config)
         if config.model_type != self.model_type:
             raise ValueError(
                 f"{type(self).__name__} takes a config of model_type {self.model_type!r}, got "
@@ -64,12 +65,26 @@ class BertModel(keras.Model):
             raise ValueError(f"shared embeddings are {embeddings.hidden_size} wide, the config's "
                              f"embedding_size is {config.embedding_size}")
         self.embeddings = embeddings
-        self.embeddings_project = None
-        if config.embedding_size != config.hidden_size:
-            self.embeddings_project = keras.layers.Dense(
-                config.hidden_size, kernel_initializer="glorot_uniform",
-                name="embeddings_project")
-        self.encoder = TransformerEncoder(
+        self.embeddings_project = self._embeddings_project(config)
+        self.encoder = self._transformer(config)
+        self.pooler = None
+        if self.has_pooler:
+            self.pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
+        self.build()
+
+    def _embeddings_project(self, config):
+        """The dense [E, H] between the embeddings and the transformer where E != H (None
+        otherwise): `embeddings_project`, Glorot-uniform initialised (ELECTRA's)."""
+        if config.embedding_size == config.hidden_size:
+            return None
+        return keras.layers.Dense(config.hidden_size, kernel_initializer="glorot_uniform",
+                                  name="embeddings_project")
+
+    def _transformer(self, config):
+        """The transformer: a layer called with (embedding_output [B, S, H or E], input_mask
+        [B, S], training) returning the list of every block's output [B, S, H], with
+        `build()` and `checkpoint_variables(scope)` (scope `<scope>/encoder`)."""
+        return TransformerEncoder(
             num_hidden_layers=config.num_hidden_layers,
             hidden_size=config.hidden_size,
             num_attention_heads=config.num_attention_heads,
@@ -81,10 +96,6 @@ class BertModel(keras.Model):
             layer_norm_eps=config.layer_norm_eps,
             name="encoder",
         )
-        self.pooler = None
-        if self.has_pooler:
-            self.pooler = Pooler(config.hidden_size, config.initializer_range, name="pooler")
-        self.build()
 
     def build(self, input_shape=None):
         if not self.embeddings.built:

@@ -4,7 +4,6 @@ import keras
 import tensorflow as tf
 
 from bert_tf import families
-from bert_tf.bert.config import BertConfig
 from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
 from bert_tf.layers.heads import MaskedLMHead, NextSentenceHead
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
@@ -23,12 +22,13 @@ class BertPretrainingModel(keras.Model):
     `masked_lm_positions` [B, P] (other keys are ignored). Returns the `BertModel` outputs
     (`embedding_output`, `all_encoder_layers`, `sequence_output`, `pooled_output`) plus
     `mlm_log_probs` float32 [B * P, V] and `nsp_log_probs` float32 [B, 2].
-    All variables exist once the model is constructed.
+    All variables exist once the model is constructed. The encoder is the config's family's
+    (ALBERT's pretraining model is this one on an ALBERT encoder).
     """
 
     def __init__(self, config, **kwargs):
         if isinstance(config, dict):
-            config = BertConfig.from_dict(config)
+            config = families.config_from_dict(config)
         kwargs.setdefault("name", "bert_pretraining")
         super().__init__(**kwargs)
         self.config = config

@@ -1,0 +1,19 @@
+"""ALBERT (google-research/albert) on bert_tf, a family beside BERT and ELECTRA.
+
+The rooms every family has:
+  config.py            `AlbertConfig`: albert_config.json (E, groups of shared blocks)
+  model.py             `AlbertModel`: its encoder (`bert/...`: embeddings at width E,
+                       `embedding_hidden_mapping_in` E -> H, `transformer/group_G/inner_group_K`)
+  pretraining.py       `AlbertPretrainingModel` (masked LM H -> E tied + sentence order) and the
+                       loss
+  pretraining_task.py  pretraining as a task of the trainer; `run` is run_pretraining's body
+  family.py            `FAMILY` for the registry (`bert_tf.families`)
+  tokenization.py      SentencePiece with the original's `preprocess_text` (or BERT's WordPiece
+                       with a vocab file alone), `FullTokenizer` and the original module's surface
+  fast_tokenization.py the same ids in TensorFlow ops, for exports
+  instances.py         sentence-order / n-gram-masked instances (create_pretraining_data's
+                       algorithm)
+  pretraining_data.py  create_pretraining_data's run: checks, tokenizers, writing
+and its commands, `python -m bert_tf.albert.<command>` for the original's `python -m albert.<command>`:
+`create_pretraining_data`, `run_pretraining`, `export_checkpoints`.
+"""
