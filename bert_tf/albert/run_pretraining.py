@@ -60,6 +60,9 @@ shared_flags.define_trainer_flags()
 FLAGS.set_default("optimizer", "lamb")
 FLAGS["optimizer"].help = ("The optimizer for training: lamb, ALBERT's LAMB (no bias "
                            "correction); adamw, BERT's AdamWeightDecay.")
+# The original's flags among the trainer's: listed by --help with this command's own.
+flags.declare_key_flag("optimizer")
+flags.declare_key_flag("keep_checkpoint_max")
 flags.DEFINE_bool("init_optimizer_state", False,
                   "With --init_checkpoint (a training checkpoint): also continue its optimizer "
                   "moments, global_step (so the learning-rate schedule) and loss scale.")
