@@ -47,6 +47,10 @@ HELP = {
     "evaluation.squad_eval": ("na_prob_file", "out_file"),
     "electra.build_pretraining_dataset": ("corpus-dir", "vocab-file"),
     "electra.run_pretraining": ("data-dir", "model-name", "hparams"),
+    "albert.run_pretraining": ("albert_config_file", "poly_power", "start_warmup_step",
+                               r"\[no\]init_from_group0", "masked_lm_budget", "optimizer",
+                               "keep_checkpoint_max"),
+    "albert.export_checkpoints": ("albert_directory", "checkpoint_name", "export_path"),
 }
 
 

@@ -1,11 +1,21 @@
 """LAMB against a NumPy transcription of You et al. (2019), Algorithm 2 with decoupled weight
-decay and BERT's exclusions; checkpoint slot names."""
+decay and BERT's exclusions; checkpoint slot names. ALBERT's LAMB (`AlbertLamb`) and
+AdamWeightDecay against google-research/albert's optimizers, recorded by
+tests/data/albert_optimizer/make_expected.py."""
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training.lamb import Lamb
+from bert_tf.training.lamb import AlbertLamb, Lamb
+from bert_tf.training.optimizer import AdamWeightDecay
+
+ALBERT = json.loads((Path(__file__).resolve().parent / "data" / "albert_optimizer"
+                     / "optimizer.json").read_text())
+UNIT_ROUNDOFF = 2.0 ** -24
 
 NAMES = (
     "bert/encoder/layer_0/attention/self/query/kernel",  # decay + trust ratio
@@ -114,3 +124,85 @@ def test_checkpoint_roundtrip_with_lamb_slot_names(tmp_path):
         adam = AdamWeightDecay()
         adam.build({n: v for n, v in table.items() if v.trainable})
         adam.set_state(report.slots, source=prefix)
+
+
+def albert_bounds(kind, recorded):
+    """Per step, {name: per-element bound} of how far a float32 implementation of the same
+    arithmetic may be from the original's values (its `<name>`, `<name>/adam_m`, `/adam_v`).
+
+    Each step adds to a weight's bound the rounding of its update: a few ulps (16 u) of the
+    weight and of the step it took, and for LAMB's trust ratio the two norms' sums over the n
+    elements (n u more on the step). A moment rounds by a few ulps of the terms it adds: 4 u of
+    (1 - beta) |g| or g**2 per step, on top of the earlier steps' bounds (which the betas
+    shrink; not shrunk here)."""
+    names = list(recorded["init"])
+    before = {n: np.asarray(v) for n, v in recorded["init"].items()}
+    bounds = {n: np.zeros_like(v) for n, v in before.items()}
+    bounds.update({f"{n}/{slot}": np.zeros_like(before[n]) for n in names
+                   for slot in ("adam_m", "adam_v")})
+    out = []
+    for step, want in zip(recorded["steps"], recorded[kind]):
+        for n in names:
+            after = np.asarray(want[n])
+            ulps_of_step = 16 + (after.size if kind == "lamb" else 0)
+            bounds[n] = bounds[n] + UNIT_ROUNDOFF * (
+                16 * np.abs(after) + ulps_of_step * np.abs(after - before[n]))
+            g = np.abs(np.asarray(step["grads"][n]))
+            bounds[f"{n}/adam_m"] = bounds[f"{n}/adam_m"] + 4 * UNIT_ROUNDOFF * 0.1 * g
+            bounds[f"{n}/adam_v"] = bounds[f"{n}/adam_v"] + 4 * UNIT_ROUNDOFF * 0.001 * g * g
+            before[n] = after
+        out.append(dict(bounds))
+    return out
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("kind, optimizer_class", [("lamb", AlbertLamb),
+                                                   ("adamw", AdamWeightDecay)])
+def test_albert_optimizers_match_the_originals(kind, optimizer_class, jit_compile):
+    """Three steps of fed gradients on variables named to hit every exclusion (LayerNorm,
+    layer_norm, bias: no decay, no trust ratio), one starting at zero and one with zero
+    gradients: every weight and slot within the rounding bounds of the original's."""
+    names = list(ALBERT["init"])
+    variables = {n: tf.Variable(np.asarray(v, np.float32)) for n, v in ALBERT["init"].items()}
+    opt = optimizer_class(jit_compile=jit_compile)  # create_optimizer's arguments: the defaults
+    opt.build(variables)
+    assert opt.slot_names == ("adam_m", "adam_v")
+    for t, (step, want, bound) in enumerate(zip(ALBERT["steps"], ALBERT[kind],
+                                                albert_bounds(kind, ALBERT)), start=1):
+        opt.apply_gradients([tf.constant(np.asarray(step["grads"][n], np.float32))
+                             for n in names], tf.constant(step["learning_rate"], tf.float32),
+                            step=tf.constant(t, tf.int64))
+        state = opt.get_state()
+        got = {n: variables[n].numpy() for n in names}
+        got.update({f"{n}/{slot}": state[slot][n] for slot in state for n in names})
+        assert sorted(got) == sorted(want)  # the original's graph: weights and adam_m/adam_v
+        for key, value in got.items():
+            error = np.abs(value - np.asarray(want[key], np.float32))
+            assert np.all(error <= bound[key]), (kind, t, key, np.max(error - bound[key]))
+    # LAMB's trust ratio acted: the zero-gradient variable moved by lr * w (ratio 1 / 0.01),
+    # 100 times AdamW's decay step; a variable starting at zero took an Adam-sized step.
+    name = "cls/seq_relationship/output_weights"
+    first = np.asarray(ALBERT[kind][0][name])
+    w0 = np.asarray(ALBERT["init"][name])
+    factor = 1.0 if kind == "lamb" else 0.01
+    np.testing.assert_allclose(first, w0 - ALBERT["steps"][0]["learning_rate"] * factor * w0,
+                               rtol=1e-6)
+
+
+def test_the_papers_lamb_is_not_albert_s():
+    """The bias-corrected LAMB (BERT's --optimizer=lamb) moves the excluded variables ~3x
+    further at step 1 (m_hat / sqrt(v_hat) = sign(g), not 0.1 g / sqrt(0.001 g**2)) and names
+    its slots lamb_m / lamb_v."""
+    name = "cls/predictions/output_bias"
+    variables = {name: tf.Variable(np.asarray(ALBERT["init"][name], np.float32))}
+    opt = Lamb()
+    opt.build(variables)
+    step = ALBERT["steps"][0]
+    opt.apply_gradients([tf.constant(np.asarray(step["grads"][name], np.float32))],
+                        tf.constant(step["learning_rate"], tf.float32), step=tf.constant(1))
+    w0 = np.asarray(ALBERT["init"][name])
+    ours = np.abs(variables[name].numpy() - w0)
+    original = np.abs(np.asarray(ALBERT["lamb"][0][name]) - w0)
+    # sqrt(1000) * 0.1 = 3.16, less where epsilon is not negligible next to 0.03 |g|
+    assert np.all((original / ours > 3.1) & (original / ours < 3.17)), original / ours
+    assert sorted(opt.get_state()) == ["lamb_m", "lamb_v"]

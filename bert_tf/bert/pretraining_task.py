@@ -94,8 +94,11 @@ class Pretrainer(Trainer):
       strategy: a tf.distribute.Strategy (default: TensorFlow's default strategy).
     """
 
+    # The task (a family's pretrainer names its own, e.g. ALBERT's sentence order).
+    task_class = PretrainingTask
+
     def __init__(self, config, options, strategy=None):
-        task = PretrainingTask(options.max_seq_length, options.max_predictions_per_seq)
+        task = self.task_class(options.max_seq_length, options.max_predictions_per_seq)
         super().__init__(config, task, options, strategy)
 
     def train(self, step_callback=None):
@@ -108,9 +111,10 @@ class Pretrainer(Trainer):
         return super().evaluate(self.options.input_files, max_batches=self.options.max_eval_steps)
 
 
-def run(config, options, strategy=None, do_train=False, do_eval=False, step_callback=None):
-    """What run_pretraining.py does: train and/or eval. Returns (last checkpoint prefix or
-    None, eval results or None)."""
+def run(config, options, strategy=None, do_train=False, do_eval=False, step_callback=None,
+        trainer_class=Pretrainer):
+    """What run_pretraining.py does: train and/or eval with `trainer_class` (a `Pretrainer`).
+    Returns (last checkpoint prefix or None, eval results or None)."""
     if not do_train and not do_eval:
         raise PretrainingError("at least one of --do_train or --do_eval must be set")
     options.validate(config)
@@ -118,7 +122,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, step_call
         options.input_files, options.max_seq_length, options.max_predictions_per_seq
     )
     tf.io.gfile.makedirs(options.output_dir)
-    trainer = Pretrainer(config, options, strategy)
+    trainer = trainer_class(config, options, strategy)
     last_checkpoint, results = None, None
     if do_train:
         last_checkpoint = trainer.train(step_callback=step_callback)

@@ -1,5 +1,6 @@
-"""The original learning-rate schedule: linear warmup, then linear (power 1) decay to zero; and
-ELECTRA's (a polynomial decay multiplied by the warmup ramp).
+"""The original learning-rate schedule: linear warmup, then linear (power 1) decay to zero;
+ALBERT's (a polynomial decay, the warmup counted from a start step); and ELECTRA's (a
+polynomial decay multiplied by the warmup ramp).
 
 `learning_rate(step)` reproduces, in float32, what the original computes from `global_step`
 with `polynomial_decay(init_lr, step, num_train_steps, end_learning_rate=0, power=1)` and its
@@ -19,11 +20,17 @@ class WarmupLinearDecay:
         instead of being replaced by the warmup ramp. With num_warmup_steps 0 the factor is 1
         (the original divides 0 by 0 at step 0 and trains on with NaN weights).
 
+    Option for google-research/albert's schedule (its `optimization.create_optimizer`, whose
+    `poly_power` is `power`):
+      start_warmup_step: the warmup ramp counts from this step: while step - start <
+        num_warmup_steps the rate is init_lr * (step - start) / num_warmup_steps. As in the
+        original, this holds before `start` too, where the rate is negative.
+
     Called with a scalar integer tensor (or int); returns a float32 scalar.
     """
 
     def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, power=1.0,
-                 warmup_multiplies=False):
+                 warmup_multiplies=False, start_warmup_step=0):
         if num_train_steps <= 0:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
         if num_warmup_steps < 0:
@@ -33,8 +40,16 @@ class WarmupLinearDecay:
         self.num_warmup_steps = int(num_warmup_steps)
         self.power = float(power)
         self.warmup_multiplies = bool(warmup_multiplies)
+        self.start_warmup_step = int(start_warmup_step)
+        if self.start_warmup_step and self.warmup_multiplies:
+            raise ValueError("start_warmup_step is an option of ALBERT's schedule, not of "
+                             "ELECTRA's (warmup_multiplies)")
 
     def __call__(self, step):
+        warmup_step = step
+        if self.start_warmup_step:
+            # Subtracted in integers, as the original does.
+            warmup_step = tf.cast(step, tf.int64) - self.start_warmup_step
         step = tf.cast(step, tf.float32)
         init_lr = tf.constant(self.init_lr, tf.float32)
         decay_steps = tf.constant(float(self.num_train_steps), tf.float32)
@@ -48,9 +63,10 @@ class WarmupLinearDecay:
             warmup_steps = tf.constant(float(self.num_warmup_steps), tf.float32)
             if self.warmup_multiplies:
                 return lr * tf.minimum(1.0, step / warmup_steps)
-            warmup_lr = init_lr * (step / warmup_steps)
+            warmup_step = tf.cast(warmup_step, tf.float32)
+            warmup_lr = init_lr * (warmup_step / warmup_steps)
             # The original blends the two with a 0/1 float rather than selecting.
-            is_warmup = tf.cast(step < warmup_steps, tf.float32)
+            is_warmup = tf.cast(warmup_step < warmup_steps, tf.float32)
             lr = (1.0 - is_warmup) * lr + is_warmup * warmup_lr
         return lr
 
@@ -61,4 +77,5 @@ class WarmupLinearDecay:
             "num_warmup_steps": self.num_warmup_steps,
             "power": self.power,
             "warmup_multiplies": self.warmup_multiplies,
+            "start_warmup_step": self.start_warmup_step,
         }

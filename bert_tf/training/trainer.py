@@ -177,6 +177,10 @@ class Trainer:
       strategy: a tf.distribute.Strategy (default: TensorFlow's default strategy).
     """
 
+    # --optimizer name -> optimizer class (a trainer of another model family may override it,
+    # e.g. ALBERT's LAMB).
+    optimizers = OPTIMIZERS
+
     def __init__(self, config, task, options, strategy=None):
         self.config = config
         self.task = task
@@ -226,7 +230,7 @@ class Trainer:
                              options.layerwise_lr_decay ** (config.num_hidden_layers + 2),
                              options.layerwise_lr_decay ** (config.num_hidden_layers + 1),
                              options.layerwise_lr_decay ** 2, config.num_hidden_layers - 1)
-            self.optimizer = OPTIMIZERS[options.optimizer](
+            self.optimizer = self.optimizers[options.optimizer](
                 weight_decay_rate=options.weight_decay_rate,
                 jit_compile=options.fused_optimizer or options.use_xla,
                 learning_rate_multipliers=multipliers)
