@@ -38,7 +38,7 @@ import bisect
 
 import numpy as np
 
-from bert_tf.bert.instances import InstanceMaker, InstanceStore, randbelow, shuffle_in_place
+from bert_tf.bert.instances import InstanceMaker, InstanceStore, shuffle_in_place
 
 # The characters google-research/albert's `_is_start_piece_sp` counts as punctuation (its "€"
 # and "£" are UTF-8 bytes, which never equal a str piece, so they are not in the set).
@@ -198,16 +198,9 @@ class AlbertInstanceMaker(InstanceMaker):
         chosen_pieces = [p for w, m in chosen for p in cand[starts[w]:starts[w + m]]]
 
         labels_at = {p: ids[p] for p in chosen_pieces}
-        getrandbits = self._getrandbits
-        random_ = self._random
-        mask_id = self.mask_id
-        vocab_words = self.vocab_word_ids
-        for pos in chosen_pieces:
-            if random_() < 0.8:
-                ids[pos] = mask_id
-            elif random_() >= 0.5:  # else: kept as is, but still predicted
-                ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
+        self.replace(ids, chosen_pieces)
 
+        getrandbits = self._getrandbits
         shuffle_in_place(entries, getrandbits)  # the original's second shuffle, always drawn
         if self.do_permutation:
             selected = self._choose(entries, starts, num_words, num_to_predict, covered, 0)

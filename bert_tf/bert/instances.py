@@ -374,13 +374,19 @@ class InstanceMaker:
 
         positions = sorted(chosen)
         labels = [ids[p] for p in positions]
-        # The 80/10/10 draws go in `chosen` order, as the original's.
+        self.replace(ids, chosen)
+        return positions, labels
+
+    def replace(self, ids, chosen):
+        """The original's 80/10/10 rule on `ids` at the positions `chosen`, drawn in `chosen`
+        order: `random()` < 0.8 -> [MASK]; else `random()` < 0.5 -> kept (still predicted);
+        else a random word (`randint` over the vocab)."""
         random_ = self._random
+        getrandbits = self._getrandbits
         mask_id = self.mask_id
+        vocab_words = self.vocab_word_ids
         for pos in chosen:
             if random_() < 0.8:
                 ids[pos] = mask_id
-            elif random_() >= 0.5:  # else: kept as is, but still predicted
-                vocab_words = self.vocab_word_ids
+            elif random_() >= 0.5:
                 ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
-        return positions, labels
