@@ -57,20 +57,7 @@ flags.DEFINE_enum("tokenizer", "auto", ["auto", "fast", "python"],
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    options = pretraining_data.PretrainingDataOptions(
-        input_file=FLAGS.input_file,
-        output_file=FLAGS.output_file,
-        vocab_file=FLAGS.vocab_file,
-        do_lower_case=FLAGS.do_lower_case,
-        do_whole_word_mask=FLAGS.do_whole_word_mask,
-        max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed,
-        dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob,
-        short_seq_prob=FLAGS.short_seq_prob,
-        num_workers=FLAGS.num_workers,
-        tokenizer=FLAGS.tokenizer)
+    options = shared_flags.options_from_flags(pretraining_data.PretrainingDataOptions, FLAGS)
     try:
         pretraining_data.create_pretraining_data(options)
     except (pretraining_data.DataError, files.OutputError) as e:

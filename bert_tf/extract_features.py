@@ -65,19 +65,7 @@ def main(argv):
 
     try:
         strategy = bert_flags.strategy_from_flags(FLAGS)
-        options = ExtractFeaturesOptions(
-            input_file=FLAGS.input_file,
-            output_file=FLAGS.output_file,
-            bert_config_file=FLAGS.bert_config_file,
-            init_checkpoint=FLAGS.init_checkpoint,
-            vocab_file=FLAGS.vocab_file,
-            layers=FLAGS.layers,
-            max_seq_length=FLAGS.max_seq_length,
-            do_lower_case=FLAGS.do_lower_case,
-            batch_size=FLAGS.batch_size,
-            mixed_precision=FLAGS.mixed_precision,
-            dynamic_padding=FLAGS.dynamic_padding,
-        )
+        options = bert_flags.options_from_flags(ExtractFeaturesOptions, FLAGS)
         count = run_extract_features(options, strategy)
     except (FeatureExtractionError, ConfigError, StrategyError, OutputError) as e:
         print(f"extract_features.py: error: {e}", file=sys.stderr)

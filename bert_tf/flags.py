@@ -5,10 +5,13 @@ Each command (bert_tf/run_classifier.py, ...) defines its own flags (the origina
 defaults and help) and calls `define_fine_tuning_flags()` (the fine-tuning commands),
 `define_tpu_flags()` and `define_trainer_flags()` for the shared ones; `trainer_kwargs(FLAGS)`
 and `strategy_from_flags(FLAGS)` turn them into `TrainerOptions` fields and a strategy;
-`hold_output_dir(FLAGS, strategy)` keeps a second run out of --output_dir; `run_command` is
-each command's entry point, for `python -m bert_tf.<command>` and the root script of its name.
+`hold_output_dir(FLAGS, strategy)` keeps a second run out of --output_dir;
+`options_from_flags(cls, FLAGS)` fills a command's options dataclass from its same-named
+flags; `run_command` is each command's entry point, for `python -m bert_tf.<command>` and the
+root script of its name.
 """
 
+import dataclasses
 import sys
 
 from absl import app, flags
@@ -142,6 +145,16 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         # a fine-tuning flag (define_fine_tuning_flags); other scripts keep the default
         **({"layerwise_lr_decay": FLAGS.layerwise_lr_decay} if "layerwise_lr_decay" in FLAGS else {}),
     )
+
+
+def options_from_flags(cls, flag_values, **overrides):
+    """`cls(...)` for the dataclass `cls`: every field named like a flag defined in
+    `flag_values` (parsed) takes that flag's value, then `overrides` (field=value) apply;
+    other fields keep their defaults."""
+    values = {field.name: getattr(flag_values, field.name) for field in dataclasses.fields(cls)
+              if field.name in flag_values}
+    values.update(overrides)
+    return cls(**values)
 
 
 def hold_output_dir(FLAGS, strategy):  # noqa: N803

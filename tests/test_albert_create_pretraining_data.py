@@ -151,6 +151,7 @@ def test_command_errors_are_one_line(tmp_path, kind):
     (dict(max_seq_length=4), "--max_seq_length=4"),
     (dict(ngram=0), "--ngram=0"),
     (dict(masked_lm_prob=1.5), "--masked_lm_prob=1.5"),
+    (dict(masked_lm_prob=-0.1), r"--masked_lm_prob=-0.1: expected a value in \[0, 1\]"),
     (dict(dupe_factor=0), "--dupe_factor=0"),
     (dict(input_file_mode="w"), "--input_file_mode='w'"),
     (dict(numpy_seed=-1), "--numpy_seed=-1"),

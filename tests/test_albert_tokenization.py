@@ -126,6 +126,10 @@ def test_load_vocab_rule(tmp_path):
     assert list(tokenization.load_vocab(str(path)).items()) == [tuple(x) for x in LOAD_VOCAB]
     assert list(tokenization.load_vocab(str(path)).items())[:4] == [
         ("[PAD]", 0), ("[UNK]", 1), ("hello", 2), ("world", 3)]
+    # The WordPiece FullTokenizer reads its vocab by this rule (BERT's refuses the repeats).
+    tok = tokenization.FullTokenizer(str(path), True)
+    assert list(tok.vocab.items()) == [tuple(x) for x in LOAD_VOCAB]
+    assert tok.tokenize_to_ids("Hello world") == [2, 3]
 
 
 # -- the family's tokenizer ---------------------------------------------------------------------

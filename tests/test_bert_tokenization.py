@@ -135,6 +135,17 @@ def test_cache_does_not_change_output(small_vocab):
     assert not uncached._cache and not uncached._piece_cache
 
 
+def test_full_tokenizer_given_vocab(small_vocab):
+    # A vocab read by another rule (ALBERT's) is used as given; the file is not read.
+    vocab = {t: i for i, t in enumerate(["[UNK]", "un", "##aff", "##able", "x"])}
+    tok = tokenization.FullTokenizer("not-read.txt", vocab=vocab)
+    assert tok.vocab is vocab
+    assert tok.tokenize_to_ids("Unaffable X y") == [1, 2, 3, 4, 0]
+    assert tok.convert_ids_to_tokens([2, 4]) == ["##aff", "x"]
+    with pytest.raises(tokenization.VocabError, match="v.txt.*no \\[UNK\\]"):
+        tokenization.FullTokenizer("v.txt", vocab={"a": 0})
+
+
 def test_convert_to_unicode_and_printable_text():
     assert tokenization.convert_to_unicode(b"a\xffb\xc3\xa9") == "ab\u00e9"
     assert tokenization.convert_to_unicode("x") == "x"

@@ -65,25 +65,7 @@ flags.DEFINE_integer("numpy_seed", None,
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    options = pretraining_data.AlbertPretrainingDataOptions(
-        input_file=FLAGS.input_file,
-        output_file=FLAGS.output_file,
-        vocab_file=FLAGS.vocab_file,
-        spm_model_file=FLAGS.spm_model_file,
-        input_file_mode=FLAGS.input_file_mode,
-        do_lower_case=FLAGS.do_lower_case,
-        do_whole_word_mask=FLAGS.do_whole_word_mask,
-        do_permutation=FLAGS.do_permutation,
-        favor_shorter_ngram=FLAGS.favor_shorter_ngram,
-        random_next_sentence=FLAGS.random_next_sentence,
-        max_seq_length=FLAGS.max_seq_length,
-        ngram=FLAGS.ngram,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed,
-        dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob,
-        short_seq_prob=FLAGS.short_seq_prob,
-        numpy_seed=FLAGS.numpy_seed)
+    options = shared_flags.options_from_flags(pretraining_data.AlbertPretrainingDataOptions, FLAGS)
     try:
         pretraining_data.create_pretraining_data(options)
     except (pretraining_data.DataError, files.OutputError) as e:

@@ -38,7 +38,7 @@ import bisect
 
 import numpy as np
 
-from bert_tf.bert.instances import InstanceMaker, InstanceStore, randbelow, shuffle_in_place
+from bert_tf.bert.instances import InstanceMaker, InstanceStore, shuffle_in_place
 
 # The characters google-research/albert's `_is_start_piece_sp` counts as punctuation (its "€"
 # and "£" are UTF-8 bytes, which never equal a str piece, so they are not in the set).
@@ -148,94 +148,18 @@ class AlbertInstanceMaker(InstanceMaker):
 
     # -- one document ---------------------------------------------------------------------------
 
-    def instances_from_document(self, corpus, order, document_index, store):
-        """Appends the instances of document `order[document_index]` to `store`."""
-        random_ = self._random
-        getrandbits = self._getrandbits
+    def pair(self, corpus, order, document_index, chunk_start, a_end, last, target_seq_length):
+        """`InstanceMaker.pair` with the original's sentence-order choice: a 1-sentence chunk
+        takes B from a random other document (label 1); else `random()` < 0.5 swaps A and B
+        (label 1) or keeps them (label 0). `random_next_sentence`: BERT's choice."""
+        if self.random_next_sentence or last == chunk_start:
+            return super().pair(corpus, order, document_index, chunk_start, a_end, last,
+                                target_seq_length)
         bounds = corpus.sentence_bounds
-        max_num_tokens = self.max_num_tokens
-
-        d = order[document_index]
-        first, end = corpus.document_bounds[d], corpus.document_bounds[d + 1]
-        target_seq_length = max_num_tokens
-        if random_() < self.short_seq_prob:
-            target_seq_length = 2 + randbelow(max_num_tokens - 1, getrandbits)
-
-        chunk_start = first
-        current_length = 0
-        i = first
-        while i < end:
-            current_length += bounds[i + 1] - bounds[i]
-            if i == end - 1 or current_length >= target_seq_length:
-                chunk_size = i - chunk_start + 1
-                a_end = 1
-                if chunk_size >= 2:
-                    a_end = 1 + randbelow(chunk_size - 1, getrandbits)
-                a0, a1 = bounds[chunk_start], bounds[chunk_start + a_end]
-                if chunk_size == 1 or (self.random_next_sentence and random_() < 0.5):
-                    is_random_next = True
-                    b0, b1 = self.random_b(corpus, order, document_index,
-                                           target_seq_length - (a1 - a0))
-                    i -= chunk_size - a_end  # the unused sentences start the next chunk
-                elif not self.random_next_sentence and random_() < 0.5:
-                    is_random_next = True  # sentence order swapped
-                    a0, a1, b0, b1 = a1, bounds[i + 1], a0, a1
-                else:
-                    is_random_next = False
-                    b0, b1 = a1, bounds[i + 1]
-                a0, a1, b0, b1 = self.truncate(a0, a1, b0, b1)
-
-                tokens = corpus.tokens
-                ids = [self.cls_id]
-                ids += tokens[a0:a1]
-                ids.append(self.sep_id)
-                ids += tokens[b0:b1]
-                ids.append(self.sep_id)
-                len_a = a1 - a0
-                positions, labels, boundary = self.mask(ids, len_a)
-                store.append(ids, len_a + 2, positions, labels, is_random_next, boundary)
-
-                chunk_start = i + 1
-                current_length = 0
-            i += 1
-
-    def random_b(self, corpus, order, document_index, target_b_length):
-        """B from a random other document (up to 10 tries): sentences from a random one on,
-        until `target_b_length` tokens. Returns the token range (b0, b1)."""
-        getrandbits = self._getrandbits
-        bounds, doc_bounds = corpus.sentence_bounds, corpus.document_bounds
-        for _ in range(10):
-            random_index = randbelow(len(order), getrandbits)
-            if random_index != document_index:
-                break
-        r = order[random_index]
-        r_first, r_end = doc_bounds[r], doc_bounds[r + 1]
-        j = r_first + randbelow(r_end - r_first, getrandbits)
-        b0, b1 = bounds[j], bounds[j + 1]
-        while b1 - b0 < target_b_length and j + 1 < r_end:
-            j += 1
-            b1 = bounds[j + 1]
-        return b0, b1
-
-    def truncate(self, a0, a1, b0, b1):
-        """The original's truncate_seq_pair on token ranges: one `random()` per removed token,
-        from the front or back of the longer side (B on ties)."""
-        random_ = self._random
-        len_a, len_b = a1 - a0, b1 - b0
-        for _ in range(len_a + len_b - self.max_num_tokens):
-            if len_a > len_b:
-                if random_() < 0.5:
-                    a0 += 1
-                else:
-                    a1 -= 1
-                len_a -= 1
-            else:
-                if random_() < 0.5:
-                    b0 += 1
-                else:
-                    b1 -= 1
-                len_b -= 1
-        return a0, a1, b0, b1
+        a0, a1, b1 = bounds[chunk_start], bounds[chunk_start + a_end], bounds[last + 1]
+        if self._random() < 0.5:
+            return a1, b1, a0, a1, True, last  # sentence order swapped
+        return a0, a1, a1, b1, False, last
 
     # -- masking --------------------------------------------------------------------------------
 
@@ -274,16 +198,9 @@ class AlbertInstanceMaker(InstanceMaker):
         chosen_pieces = [p for w, m in chosen for p in cand[starts[w]:starts[w + m]]]
 
         labels_at = {p: ids[p] for p in chosen_pieces}
-        getrandbits = self._getrandbits
-        random_ = self._random
-        mask_id = self.mask_id
-        vocab_words = self.vocab_word_ids
-        for pos in chosen_pieces:
-            if random_() < 0.8:
-                ids[pos] = mask_id
-            elif random_() >= 0.5:  # else: kept as is, but still predicted
-                ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
+        self.replace(ids, chosen_pieces)
 
+        getrandbits = self._getrandbits
         shuffle_in_place(entries, getrandbits)  # the original's second shuffle, always drawn
         if self.do_permutation:
             selected = self._choose(entries, starts, num_words, num_to_predict, covered, 0)

@@ -29,6 +29,7 @@ from absl import logging
 from bert_tf.albert import instances as instances_lib
 from bert_tf.albert import tokenization
 from bert_tf.bert import pretraining_data as bert_pretraining_data
+from bert_tf.bert.pretraining_data import Summary
 from bert_tf.data import documents as documents_lib
 from bert_tf.data import features as features_lib
 from bert_tf.data import writer as writer_lib
@@ -68,29 +69,11 @@ class AlbertPretrainingDataOptions:
     progress_seconds: float = 5.0
 
 
-@dataclasses.dataclass
-class Summary:
-    num_documents: int
-    num_instances: int
-    output_files: list
-
-
 def check_options(options):
     """Raises DataError for a flag out of range (no file is touched)."""
+    # masked_lm_prob may be 0, as in the original: the records then predict nothing.
+    bert_pretraining_data.check_instance_options(options, allow_zero_masked_lm_prob=True)
     o = options
-    if not isinstance(o.max_seq_length, int) or not 5 <= o.max_seq_length <= 65535:
-        raise DataError(f"--max_seq_length={o.max_seq_length}: expected an integer in [5, 65535] "
-                        "([CLS] A [SEP] B [SEP] needs at least 5 positions)")
-    if (not isinstance(o.max_predictions_per_seq, int) or
-            not 1 <= o.max_predictions_per_seq <= o.max_seq_length):
-        raise DataError(f"--max_predictions_per_seq={o.max_predictions_per_seq}: expected an "
-                        f"integer in [1, max_seq_length={o.max_seq_length}]")
-    if not 0.0 <= o.masked_lm_prob <= 1.0:
-        raise DataError(f"--masked_lm_prob={o.masked_lm_prob}: expected a value in [0, 1]")
-    if not 0.0 <= o.short_seq_prob <= 1.0:
-        raise DataError(f"--short_seq_prob={o.short_seq_prob}: expected a value in [0, 1]")
-    if not isinstance(o.dupe_factor, int) or o.dupe_factor < 1:
-        raise DataError(f"--dupe_factor={o.dupe_factor}: expected an integer >= 1")
     if not isinstance(o.ngram, int) or o.ngram < 1:
         raise DataError(f"--ngram={o.ngram}: expected an integer >= 1")
     if o.input_file_mode not in ("r", "rb"):
@@ -289,7 +272,7 @@ def create_pretraining_data(options):
     logging.info("*** Reading from input files ***")
     for path in input_files:
         logging.info("  %s", path)
-    progress = bert_pretraining_data._Progress("", options.progress_seconds)  # pylint: disable=protected-access
+    progress = bert_pretraining_data.Progress("", options.progress_seconds)
     corpus = read_corpus(
         input_files, tokenizer, options.do_lower_case,
         progress=lambda lines, c: progress.maybe_log("read %d lines, %d documents, %d tokens",

@@ -212,23 +212,14 @@ def convert_ids_to_tokens(inv_vocab, ids):
     return convert_by_vocab(inv_vocab, ids)
 
 
-class _WordpieceFullTokenizer(bert_tokenization.FullTokenizer):
+def _wordpiece_tokenizer(vocab_file, do_lower_case):
     """BERT's memoized FullTokenizer over a vocab read by ALBERT's `load_vocab`."""
-
-    def __init__(self, vocab_file, do_lower_case):  # pylint: disable=super-init-not-called
-        vocab = load_vocab(vocab_file)
-        unk = WORDPIECE_SPECIAL_TOKENS.unk
-        if unk not in vocab:
-            raise VocabError(f"vocab file {os.fspath(vocab_file)!r} is neither a SentencePiece "
-                             f"model nor a WordPiece vocab with an {unk} entry")
-        self.vocab = vocab
-        self.inv_vocab = {v: k for k, v in vocab.items()}
-        self.do_lower_case = do_lower_case
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
-        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=vocab)
-        self._cache = {}
-        self._piece_cache = {}
-        self._cache_size = 200_000
+    vocab = load_vocab(vocab_file)
+    unk = WORDPIECE_SPECIAL_TOKENS.unk
+    if unk not in vocab:
+        raise VocabError(f"vocab file {os.fspath(vocab_file)!r} is neither a SentencePiece "
+                         f"model nor a WordPiece vocab with an {unk} entry")
+    return bert_tokenization.FullTokenizer(vocab_file, do_lower_case, vocab=vocab)
 
 
 class FullTokenizer:
@@ -258,7 +249,7 @@ class FullTokenizer:
             self.special_tokens = SENTENCEPIECE_SPECIAL_TOKENS
             self._wordpiece = None
         else:
-            self._wordpiece = _WordpieceFullTokenizer(vocab_file, do_lower_case)
+            self._wordpiece = _wordpiece_tokenizer(vocab_file, do_lower_case)
             self.vocab = self._wordpiece.vocab
             self.basic_tokenizer = self._wordpiece.basic_tokenizer
             self.wordpiece_tokenizer = self._wordpiece.wordpiece_tokenizer

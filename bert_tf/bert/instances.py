@@ -227,12 +227,10 @@ class InstanceMaker:
         random_ = self._random
         getrandbits = self._getrandbits
         bounds = corpus.sentence_bounds
-        doc_bounds = corpus.document_bounds
-        num_docs = len(order)
         max_num_tokens = self.max_num_tokens
 
         d = order[document_index]
-        first, end = doc_bounds[d], doc_bounds[d + 1]
+        first, end = corpus.document_bounds[d], corpus.document_bounds[d + 1]
         target_seq_length = max_num_tokens
         if random_() < self.short_seq_prob:
             target_seq_length = 2 + randbelow(max_num_tokens - 1, getrandbits)
@@ -247,46 +245,9 @@ class InstanceMaker:
                 a_end = 1
                 if chunk_size >= 2:
                     a_end = 1 + randbelow(chunk_size - 1, getrandbits)
-                a0, a1 = bounds[chunk_start], bounds[chunk_start + a_end]
-
-                if chunk_size == 1 or random_() < 0.5:
-                    is_random_next = True
-                    target_b_length = target_seq_length - (a1 - a0)
-                    for _ in range(10):
-                        random_index = randbelow(num_docs, getrandbits)
-                        if random_index != document_index:
-                            break
-                    r = order[random_index]
-                    r_first, r_end = doc_bounds[r], doc_bounds[r + 1]
-                    j = r_first + randbelow(r_end - r_first, getrandbits)
-                    b0 = bounds[j]
-                    b1 = bounds[j + 1]
-                    while b1 - b0 < target_b_length and j + 1 < r_end:
-                        j += 1
-                        b1 = bounds[j + 1]
-                    # The chunk's unused sentences start the next chunk.
-                    i -= chunk_size - a_end
-                else:
-                    is_random_next = False
-                    b0, b1 = a1, bounds[i + 1]
-
-                # Truncation: one draw per removed token, from the longer side (B on ties).
-                len_a, len_b = a1 - a0, b1 - b0
-                excess = len_a + len_b - max_num_tokens
-                while excess > 0:
-                    if len_a > len_b:
-                        if random_() < 0.5:
-                            a0 += 1
-                        else:
-                            a1 -= 1
-                        len_a -= 1
-                    else:
-                        if random_() < 0.5:
-                            b0 += 1
-                        else:
-                            b1 -= 1
-                        len_b -= 1
-                    excess -= 1
+                a0, a1, b0, b1, is_random_next, i = self.pair(
+                    corpus, order, document_index, chunk_start, a_end, i, target_seq_length)
+                a0, a1, b0, b1 = self.truncate(a0, a1, b0, b1)
 
                 tokens = corpus.tokens
                 ids = [self.cls_id]
@@ -294,12 +255,71 @@ class InstanceMaker:
                 ids.append(self.sep_id)
                 ids += tokens[b0:b1]
                 ids.append(self.sep_id)
-                positions, labels = self.mask(ids, len_a)
-                store.append(ids, len_a + 2, positions, labels, is_random_next)
+                len_a = a1 - a0
+                # A family's `mask` may return more per-token features after the labels
+                # (ALBERT's token_boundary); its store takes them after is_random_next.
+                positions, labels, *features = self.mask(ids, len_a)
+                store.append(ids, len_a + 2, positions, labels, is_random_next, *features)
 
                 chunk_start = i + 1
                 current_length = 0
             i += 1
+
+    def pair(self, corpus, order, document_index, chunk_start, a_end, last, target_seq_length):
+        """The (A, B) pair of the chunk of sentences `chunk_start .. last`, A being its first
+        `a_end` sentences: the original's next-sentence choice (a 1-sentence chunk, or
+        `random()` < 0.5: B from a random other document, label 1; else the rest, label 0).
+
+        Returns:
+          (a0, a1, b0, b1, is_random_next, last_used): the token ranges of A and B, the label,
+          and the last sentence of the chunk the pair used (the unused ones start the next
+          chunk).
+        """
+        bounds = corpus.sentence_bounds
+        a0, a1 = bounds[chunk_start], bounds[chunk_start + a_end]
+        if last == chunk_start or self._random() < 0.5:
+            b0, b1 = self.random_b(corpus, order, document_index, target_seq_length - (a1 - a0))
+            return a0, a1, b0, b1, True, chunk_start + a_end - 1
+        return a0, a1, a1, bounds[last + 1], False, last
+
+    def random_b(self, corpus, order, document_index, target_b_length):
+        """B from a random other document (up to 10 tries): sentences from a random one on,
+        until `target_b_length` tokens. Returns the token range (b0, b1)."""
+        getrandbits = self._getrandbits
+        bounds, doc_bounds = corpus.sentence_bounds, corpus.document_bounds
+        for _ in range(10):
+            random_index = randbelow(len(order), getrandbits)
+            if random_index != document_index:
+                break
+        r = order[random_index]
+        r_first, r_end = doc_bounds[r], doc_bounds[r + 1]
+        j = r_first + randbelow(r_end - r_first, getrandbits)
+        b0, b1 = bounds[j], bounds[j + 1]
+        while b1 - b0 < target_b_length and j + 1 < r_end:
+            j += 1
+            b1 = bounds[j + 1]
+        return b0, b1
+
+    def truncate(self, a0, a1, b0, b1):
+        """The original's truncate_seq_pair on token ranges: one `random()` per removed token,
+        from the front or back of the longer side (B on ties), until the pair fits in
+        `max_num_tokens`. Returns the new (a0, a1, b0, b1)."""
+        random_ = self._random
+        len_a, len_b = a1 - a0, b1 - b0
+        for _ in range(len_a + len_b - self.max_num_tokens):
+            if len_a > len_b:
+                if random_() < 0.5:
+                    a0 += 1
+                else:
+                    a1 -= 1
+                len_a -= 1
+            else:
+                if random_() < 0.5:
+                    b0 += 1
+                else:
+                    b1 -= 1
+                len_b -= 1
+        return a0, a1, b0, b1
 
     # -- masking --------------------------------------------------------------------------------
 
@@ -354,13 +374,19 @@ class InstanceMaker:
 
         positions = sorted(chosen)
         labels = [ids[p] for p in positions]
-        # The 80/10/10 draws go in `chosen` order, as the original's.
+        self.replace(ids, chosen)
+        return positions, labels
+
+    def replace(self, ids, chosen):
+        """The original's 80/10/10 rule on `ids` at the positions `chosen`, drawn in `chosen`
+        order: `random()` < 0.8 -> [MASK]; else `random()` < 0.5 -> kept (still predicted);
+        else a random word (`randint` over the vocab)."""
         random_ = self._random
+        getrandbits = self._getrandbits
         mask_id = self.mask_id
+        vocab_words = self.vocab_word_ids
         for pos in chosen:
             if random_() < 0.8:
                 ids[pos] = mask_id
-            elif random_() >= 0.5:  # else: kept as is, but still predicted
-                vocab_words = self.vocab_word_ids
+            elif random_() >= 0.5:
                 ids[pos] = vocab_words[randbelow(len(vocab_words), getrandbits)]
-        return positions, labels

@@ -58,23 +58,35 @@ class Summary:
     output_files: list
 
 
-def check_options(options):
-    """Raises DataError for a numeric flag out of range (no file is touched)."""
+def check_instance_options(options, allow_zero_masked_lm_prob=False):
+    """Raises DataError for an instance flag out of range: max_seq_length,
+    max_predictions_per_seq, masked_lm_prob ((0, 1], or [0, 1] with
+    `allow_zero_masked_lm_prob`: ALBERT's builder then masks nothing), short_seq_prob and
+    dupe_factor, read from `options` by those names (the options of any family's builder)."""
     o = options
     # Positions and segment lengths are stored as uint16.
     if not isinstance(o.max_seq_length, int) or not 5 <= o.max_seq_length <= 65535:
         raise DataError(f"--max_seq_length={o.max_seq_length}: expected an integer in [5, 65535] "
                         "([CLS] A [SEP] B [SEP] needs at least 5 positions)")
     if (not isinstance(o.max_predictions_per_seq, int) or
-        not 1 <= o.max_predictions_per_seq <= o.max_seq_length):
+            not 1 <= o.max_predictions_per_seq <= o.max_seq_length):
         raise DataError(f"--max_predictions_per_seq={o.max_predictions_per_seq}: expected an "
                         f"integer in [1, max_seq_length={o.max_seq_length}]")
-    if not 0.0 < o.masked_lm_prob <= 1.0:
+    if allow_zero_masked_lm_prob:
+        if not 0.0 <= o.masked_lm_prob <= 1.0:
+            raise DataError(f"--masked_lm_prob={o.masked_lm_prob}: expected a value in [0, 1]")
+    elif not 0.0 < o.masked_lm_prob <= 1.0:
         raise DataError(f"--masked_lm_prob={o.masked_lm_prob}: expected a value in (0, 1]")
     if not 0.0 <= o.short_seq_prob <= 1.0:
         raise DataError(f"--short_seq_prob={o.short_seq_prob}: expected a value in [0, 1]")
     if not isinstance(o.dupe_factor, int) or o.dupe_factor < 1:
         raise DataError(f"--dupe_factor={o.dupe_factor}: expected an integer >= 1")
+
+
+def check_options(options):
+    """Raises DataError for a numeric flag out of range (no file is touched)."""
+    check_instance_options(options)
+    o = options
     if not isinstance(o.num_workers, int) or o.num_workers < 1:
         raise DataError(f"--num_workers={o.num_workers}: expected an integer >= 1")
     if o.tokenizer not in ("auto", "fast", "python"):
@@ -142,7 +154,7 @@ def check_vocab(tokenizer, vocab_file):
                         f"pretraining data needs {needed[0]}, {needed[1]} and {needed[2]}")
 
 
-class _Progress:
+class Progress:
     """Logs a progress line at most every `seconds` seconds."""
 
     def __init__(self, prefix, seconds):
@@ -170,7 +182,7 @@ class _Progress:
 def _read(options, input_files, tokenizer, shard_index=0, num_shards=1, prefix=""):
     typecode = documents_lib.id_typecode(max(tokenizer.vocab.values()) + 1)
     lines_to_ids = documents_lib.lines_to_ids_function(tokenizer)
-    progress = _Progress(prefix, options.progress_seconds)
+    progress = Progress(prefix, options.progress_seconds)
 
     def report(lines, corpus):
         progress.maybe_log("read %d lines, %d documents, %d tokens", lines, corpus.num_documents,
@@ -188,7 +200,7 @@ def _make(options, corpus, vocab, rng, prefix=""):
     maker = instances_lib.InstanceMaker(
         vocab, options.max_seq_length, options.short_seq_prob, options.masked_lm_prob,
         options.max_predictions_per_seq, options.do_whole_word_mask, rng)
-    progress = _Progress(prefix, options.progress_seconds)
+    progress = Progress(prefix, options.progress_seconds)
     total = corpus.num_documents * options.dupe_factor
 
     def report(done, made):
@@ -226,7 +238,7 @@ WRITE_BATCH = 2048
 def _write(options, store, order, tokenizer, writer, log_examples=True, prefix=""):
     length, preds = options.max_seq_length, options.max_predictions_per_seq
     encoder = features_lib.BatchExampleEncoder(length, preds, max(tokenizer.vocab.values()) + 1)
-    progress = _Progress(prefix, options.progress_seconds)
+    progress = Progress(prefix, options.progress_seconds)
     if log_examples:
         for i in order[:NUM_LOGGED_EXAMPLES]:
             _log_example(tokenizer, encoder, store.get(i))

@@ -129,12 +129,15 @@ class FullTokenizer:
         as ELECTRA's tokenizer option `strip_accents=False`.
       cache_size: how many distinct words (and, separately, word pieces) to memoize; 0
         disables the memos. They only change speed, never output.
+      vocab: a token -> id mapping already read (another family's vocab-file rule, as
+        ALBERT's `load_vocab`); None reads `vocab_file` with `load_vocab`.
     """
 
     special_tokens = WORDPIECE_SPECIAL_TOKENS
 
-    def __init__(self, vocab_file, do_lower_case=True, cache_size=200_000, strip_accents=True):
-        self.vocab = load_vocab(vocab_file)
+    def __init__(self, vocab_file, do_lower_case=True, cache_size=200_000, strip_accents=True,
+                 vocab=None):
+        self.vocab = load_vocab(vocab_file) if vocab is None else vocab
         if UNK_TOKEN not in self.vocab:
             raise VocabError(
                 f"vocab file {str(vocab_file)!r} has no {UNK_TOKEN} entry; WordPiece needs it for "
