@@ -15,7 +15,6 @@ final sigma by hand.
 import os
 import collections
 import random
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -234,3 +233,119 @@ def test_fuzz_matches_host(lower, sp_model):
     for name, host in hosts().items():
         kinds, examples = compare(module, sp_model, host, texts, lower)
         assert dict(kinds) == KNOWN["fuzz", lower], (name, examples[:5])
+
+
+def test_undecodable_bytes_match_python_decoding(sp_model):
+    """Bytes that are not UTF-8 are dropped as `bytes.decode("utf-8", "ignore")` drops them."""
+    rng = random.Random(5)
+    pieces = [b"\xff", b"\xc3", b"\xc3\xa9", b"\xe2\x96", b"\xe2\x96\x81", b"\xed\xa0\x80",
+              b"\xf0\x9f\x98", b"\xf4\x90\x80\x80", b"\xc0\xaf", b"1,", b" ", b"\x00", b"a"]
+    texts = [b"".join(rng.choice(pieces) if rng.random() < 0.6 else bytes([rng.randrange(256)])
+                      for _ in range(rng.randint(0, 16))) for _ in range(3000)]
+    for lower in (True, False):
+        got = graph_ids(graph_module(lower), texts)
+        for host in hosts().values():
+            expected = [host_ids(host, sp_model, t.decode("utf-8", "ignore"), lower)
+                        for t in texts]
+            assert got == expected
+
+
+def test_digit_comma_rule(sp_model):
+    # "1,000,000": SentencePiece gives ▁ 1 , 00 0, 0 00; the piece "0," becomes ▁0 then ","
+    # (the original keeps the "▁" its re-encoding adds).
+    text = "1,000,000"
+    assert sp_model.EncodeAsPieces(text) == ["\u2581", "1", ",", "00", "0,", "0", "00"]
+    ids = [sp_model.PieceToId(p) for p in ["\u2581", "1", ",", "00", "\u2581", "0", ",", "0",
+                                             "00"]]
+    for lower in (True, False):
+        assert graph_ids(graph_module(lower), [text]) == [ids]
+    keys, starts, lengths, values = fast_tokenization.digit_comma_table(sp_model)
+    table = {int(k): values[s:s + n].tolist()
+             for k, s, n in zip(keys[:-1], starts[:-1], lengths[:-1])}
+    rule_pieces = {sp_model.IdToPiece(i) for i in range(sp_model.GetPieceSize())
+                   if len(sp_model.IdToPiece(i)) > 1 and sp_model.IdToPiece(i)[-1] == ","
+                   and sp_model.IdToPiece(i)[-2].isdigit()}
+    assert {sp_model.IdToPiece(k) for k in table} == rule_pieces and rule_pieces
+    assert table[sp_model.PieceToId("0,")] == [sp_model.PieceToId("\u2581"),
+                                               sp_model.PieceToId("0"), sp_model.PieceToId(",")]
+
+
+@pytest.mark.parametrize("text, lowered", [
+    ("\u039f\u0394\u039f\u03a3", "\u03bf\u03b4\u03bf\u03c2"),          # final sigma
+    ("\u039f\u0394\u039f\u03a3.", "\u03bf\u03b4\u03bf\u03c2."),
+    ("\u03a3", "\u03c3"),                                                  # alone: not final
+    ("\u03a3\u0391", "\u03c3\u03b1"),
+    ("A'\u03a3", "a'\u03c2"),                                              # ' is case-ignorable
+    ("\U0001d6ba\u03b1 \u03b1\U0001d6ba", "\u03c3\u03b1 \u03b1\u03c2"),   # NFKD makes the sigma
+    ("A\u0301\u03a3", "a\u03c2"),                                          # accent dropped first
+    ("\u0130stanbul \u00c5ngstr\u00f6m", "istanbul angstrom"),
+    ("\ufdfa", "\u0635\u0644\u0649 \u0627\u0644\u0644\u0647 \u0639\u0644\u064a\u0647 "
+               "\u0648\u0633\u0644\u0645"),                                 # 18 code points
+    ("  a\u3000\u3000b\x1c\x85 \u00a8c ", "a b \u0020c"),                 # ¨ -> space kept
+    ("\u2460,\u00b2,\uff13\uff0c", "1,2,3,"),
+])
+def test_preprocess_by_hand(text, lowered):
+    module = graph_module(True)
+    assert module.preprocess(tf.constant([text.encode("utf-8")])).numpy()[0].decode() == lowered
+    for host in hosts().values():
+        assert host.preprocess_text(text, lower=True) == lowered
+
+
+def test_empty_batches_and_texts():
+    module = graph_module(True)
+    assert module(tf.constant([], tf.string)).to_list() == []
+    assert module(tf.constant(["", "   ", "\u3000\x85", "\u0301"])).to_list() == [[], [], [], []]
+
+
+def test_traces_once_for_any_batch_size():
+    module = fast_tokenization.TokenizerModule(SPM_MODEL.read_bytes(), True)
+    outer_traces = []
+
+    @tf.function(reduce_retracing=True)
+    def lengths(texts):
+        outer_traces.append(1)
+        return module(texts).row_lengths()
+
+    for n in (1, 3, 17, 64, 2):
+        texts = tf.constant(["1,000 people"] * n)
+        assert lengths(texts).numpy().tolist() == [len(module(texts[:1]).to_list()[0])] * n
+    assert module.__call__.experimental_get_tracing_count() == 1
+    assert len(outer_traces) <= 2  # the outer function relaxes its shape once
+
+
+def test_saved_model_round_trip(tmp_path, sp_model):
+    texts = fuzz_corpus(300, seed=11)
+    for lower in (True, False):
+        module = graph_module(lower)
+        path = str(tmp_path / f"tokenizer_{lower}")
+        tf.saved_model.save(module, path)
+        loaded = tf.saved_model.load(path)
+        encoded = [t.encode("utf-8") for t in texts]
+        assert graph_ids(loaded, encoded) == graph_ids(module, encoded)
+        assert (loaded.preprocess(tf.constant(encoded)).numpy().tolist()
+                == module.preprocess(tf.constant(encoded)).numpy().tolist())
+
+
+def test_model_given_as_bytes_path_or_processor(sp_model):
+    class Holder:  # a FullTokenizer-like object
+        pass
+
+    holder = Holder()
+    holder.sp_model = sp_model
+    text = ["The 1,000 people, caf\u00e9."]
+    expected = graph_ids(graph_module(True), text)
+    for model in (str(SPM_MODEL), SPM_MODEL, sp_model, holder):
+        assert graph_ids(fast_tokenization.TokenizerModule(model, True), text) == expected
+
+
+def test_errors(tmp_path):
+    with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="core-op"):
+        fast_tokenization.TokenizerModule(SPM_MODEL.read_bytes(), True, core_ops=True)
+    with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="no such"):
+        fast_tokenization.TokenizerModule(str(tmp_path / "missing.model"))
+    bad = tmp_path / "bad.model"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="bad.model"):
+        fast_tokenization.TokenizerModule(str(bad))
+    with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="dict"):
+        fast_tokenization.TokenizerModule({"<unk>": 0})

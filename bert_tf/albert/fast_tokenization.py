@@ -2,7 +2,7 @@
 `encode_ids(sp_model, preprocess_text(text, lower=do_lower_case))`.
 
 `TokenizerModule(model, do_lower_case)` is a `tf.Module`: texts tf.string [N] -> tf.RaggedTensor
-of int64 SentencePiece ids [N, None]. Its three steps, each equal to the original's:
+of int64 SentencePiece ids [N, None]. Its three steps:
 
 1. `preprocess_text`, evaluated on code points (tensorflow-text's ICU normalizers are not used:
    their Unicode version and rules are not Python's):
@@ -12,30 +12,40 @@ of int64 SentencePiece ids [N, None]. Its three steps, each equal to the origina
    * NFKD then dropping `unicodedata.combining` characters: per character a fixed mapping.
      NFKD decomposes each character on its own and then only reorders runs of characters of
      non-zero combining class, exactly the ones dropped, so the result is the concatenation of
-     each character's filtered decomposition. The characters it changes (about 6,800) are a
-     sorted table of exceptions looked up with `searchsorted`; the others map to themselves;
+     each character's filtered decomposition. The characters it changes (about 18,000, 11,172
+     of them Hangul syllables) are a sorted table of exceptions looked up with `searchsorted`;
+     the others map to themselves;
    * with do_lower_case, `str.lower`: per character (a second exception table), except the
      capital sigma, whose final form depends on the neighbouring cased / case-ignorable
      characters; that rule is BERT's in-graph one (`bert_tf.bert.fast_tokenization`), with the
      classes read off `str.lower` itself, applied to the decomposed text as Python lowers it.
    The tables are built once per process from the Python `unicodedata` (and `str`) of the
    process that builds the module; a SavedModel keeps the tables it was built with.
-2. SentencePiece: tensorflow-text's `SentencepieceTokenizer`, built on the serialized model,
-   which the graph holds as an attribute of its resource op (a SavedModel is self-contained),
-   gives the pieces (surface strings, as `EncodeAsPieces`); ids are `PieceToId` of each piece
-   (`string_to_id`), as `encode_ids` looks them up.
+2. SentencePiece: tensorflow-text's `FastSentencepieceTokenizer`, built on the serialized model
+   (converted to its own format and held by the graph as a constant, so a SavedModel is
+   self-contained), gives the ids of `EncodeAsIds`. Not `SentencepieceTokenizer`: its bundled
+   SentencePiece breaks ties between equal-score segmentations ("000" = "0"+"00" = "00"+"0")
+   the other way from the `sentencepiece` package, on about 1 text in 70 of the fuzz corpus.
+   One kind of difference remains, about 1 text in 20,000 there: the host's encoder sums
+   float32 scores from the start of the text, so at an exact tie the rounding of that running
+   sum decides; the graph takes the segmentation the host takes when the sums are equal in
+   float32 too (the one whose last piece starts earliest, e.g. what the host gives for the
+   word alone). The
+   tests count these ("tie": the same pieces in another order) and fail on any other.
 3. The digit-comma rule of `encode_pieces`: a piece of 2+ characters ending in a character
-   `str.isdigit` holds for and "," is replaced by the pieces of the text before the comma with
-   every "▁" removed, encoded again (with SentencePiece's own leading "▁"), then ",". The
-   original's branch that would drop that leading "▁" compares `str` with `bytes` on Python 3
-   and never fires, so neither does it here.
+   `str.isdigit` holds for and "," is replaced by the pieces of its text before the comma with
+   every "▁" removed, encoded again (with SentencePiece's own leading "▁"), then ",". The rule
+   reads the piece's text only, so it is a table of ids (`digit_comma_table`), computed when
+   the module is built with the `sentencepiece` package, as the host encodes. The original's
+   branch that would drop that leading "▁" compares `str` with `bytes` on Python 3 and never
+   fires, so neither does it here.
 
 Bytes that are not UTF-8 are dropped (TensorFlow's decoder, errors="ignore", drops the same
 bytes as Python's `bytes.decode("utf-8", "ignore")`, which the original's `convert_to_unicode`
 uses).
 
-No core-op mode: SentencePiece (the model's normalization trie and a unigram lattice) has no
-reasonable core TensorFlow form, so the graph holds tensorflow-text ops and a SavedModel of it
+No core-op mode: SentencePiece (the model's normalization rules and the unigram Viterbi search)
+has no reasonable core TensorFlow form, so the graph holds tensorflow-text ops and a SavedModel of it
 needs `import tensorflow_text` before `tf.saved_model.load` (and `saved_model_cli` cannot run
 it). `TokenizerModule(..., core_ops=True)` is refused with `AlbertGraphTokenizerError`.
 """
@@ -47,7 +57,7 @@ import unicodedata
 import numpy as np
 
 from bert_tf.bert.fast_tokenization import _module_class as _bert_module_class
-from bert_tf.bert.fast_tokenization_tables import (CAPITAL_SIGMA, FINAL_SIGMA_INDEX,
+from bert_tf.bert.fast_tokenization_tables import (FINAL_SIGMA_INDEX,
                                                    MAX_CODE_POINT, OTHER, _case_class,
                                                    import_tf_text)
 
