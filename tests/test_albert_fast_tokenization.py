@@ -191,36 +191,45 @@ def fuzz_corpus(n, seed):
     return texts
 
 
-def compare(module, sp_model, host, texts, lower):
-    """Counts of the kinds of difference between the graph and `host` on `texts` (str):
-    "preprocess" (the preprocessed texts differ), "tie" (SentencePiece's ids before the
+def compare(module, sp_model, texts, lower):
+    """Counts of the kinds of difference between the graph and each host path on `texts`
+    (str): "preprocess" (the preprocessed texts differ), "tie" (SentencePiece's ids before the
     digit-comma rule are the same pieces in another order: equal-score segmentations, see
-    docs/albert.md), "other" (anything else). Returns (Counter, examples)."""
-    kinds, examples = collections.Counter(), []
+    the module docstring), "other" (anything else).
+
+    Returns: {host name: (Counter, [(kind, text)])}.
+    """
     encoded = [t.encode("utf-8") for t in texts]
     got = graph_ids(module, encoded)
+    preprocessed = []
     for begin in range(0, len(texts), 4096):
         batch = tf.constant(encoded[begin:begin + 4096], tf.string)
-        for i, pre in enumerate(module.preprocess(batch).numpy(), begin):
-            expected = host.preprocess_text(texts[i], lower=lower)
-            if pre.decode("utf-8") != expected:
-                kinds["preprocess"] += 1
-                examples.append(("preprocess", texts[i]))
+        preprocessed += [p.decode("utf-8") for p in module.preprocess(batch).numpy()]
+    results = {}
+    for name, host in hosts().items():
+        kinds, examples = collections.Counter(), []
+        for text, ids, pre in zip(texts, got, preprocessed):
+            expected = host.preprocess_text(text, lower=lower)
+            if pre != expected:
+                kind = "preprocess"
+            elif ids == host_ids(host, sp_model, text, lower):
                 continue
-            if got[i] == host_ids(host, sp_model, texts[i], lower):
-                continue
-            ours_raw = module.sentencepiece_ids(batch[i - begin:i - begin + 1]).to_list()[0]
-            host_raw = sp_model.EncodeAsIds(expected)
-            kind = ("tie" if ours_raw != host_raw and sorted(ours_raw) == sorted(host_raw)
-                    else "other")
+            else:
+                ours_raw = module.sentencepiece_ids(
+                    tf.constant([text.encode("utf-8")])).to_list()[0]
+                host_raw = sp_model.EncodeAsIds(expected)
+                kind = ("tie" if ours_raw != host_raw and sorted(ours_raw) == sorted(host_raw)
+                        else "other")
             kinds[kind] += 1
-            examples.append((kind, texts[i]))
-    return kinds, examples
+            examples.append((kind, text))
+        results[name] = kinds, examples
+    return results
 
 
 # Known differences on the seeded corpora, with sentencepiece 0.2.3 and tensorflow-text 2.21:
 # only "tie"s (see `compare`). A new kind, or another count, fails the tests.
 KNOWN = {("fuzz", True): {}, ("fuzz", False): {"tie": 1}}
+KNOWN_FAMILY = {True: [], False: []}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,10 +238,22 @@ KNOWN = {("fuzz", True): {}, ("fuzz", False): {"tie": 1}}
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
 def test_fuzz_matches_host(lower, sp_model):
     texts = fuzz_corpus(12000, seed=1 if lower else 2)
-    module = graph_module(lower)
-    for name, host in hosts().items():
-        kinds, examples = compare(module, sp_model, host, texts, lower)
+    for name, (kinds, examples) in compare(graph_module(lower), sp_model, texts,
+                                           lower).items():
         assert dict(kinds) == KNOWN["fuzz", lower], (name, examples[:5])
+
+
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_family_tokenizer_ids(lower):
+    """`AlbertTokenizer` (the family's host tokenizer, the .model as vocab_file) gives the
+    graph's ids, and the graph tokenizer can be built from it."""
+    tokenization = pytest.importorskip("bert_tf.albert.tokenization")
+    host = tokenization.AlbertTokenizer(str(SPM_MODEL), do_lower_case=lower)
+    texts = fuzz_corpus(2000, seed=3)
+    module = fast_tokenization.TokenizerModule(host, lower)
+    got = graph_ids(module, texts)
+    differing = [t for t, g in zip(texts, got) if g != host.tokenize_to_ids(t)]
+    assert differing == KNOWN_FAMILY[lower], differing
 
 
 def test_undecodable_bytes_match_python_decoding(sp_model):
@@ -327,15 +348,16 @@ def test_saved_model_round_trip(tmp_path, sp_model):
 
 
 def test_model_given_as_bytes_path_or_processor(sp_model):
-    class Holder:  # a FullTokenizer-like object
+    class Holder:  # a FullTokenizer-like object (test_family_tokenizer_ids builds from one)
         pass
 
     holder = Holder()
     holder.sp_model = sp_model
-    text = ["The 1,000 people, caf\u00e9."]
-    expected = graph_ids(graph_module(True), text)
-    for model in (str(SPM_MODEL), SPM_MODEL, sp_model, holder):
-        assert graph_ids(fast_tokenization.TokenizerModule(model, True), text) == expected
+    proto = SPM_MODEL.read_bytes()
+    for model in (proto, str(SPM_MODEL), SPM_MODEL):
+        assert fast_tokenization.model_proto(model) == proto
+    for model in (sp_model, holder):
+        assert fast_tokenization.model_proto(model) == sp_model.serialized_model_proto()
 
 
 def test_errors(tmp_path):
