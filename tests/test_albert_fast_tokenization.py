@@ -228,7 +228,9 @@ def compare(module, sp_model, texts, lower):
 
 # Known differences on the seeded corpora, with sentencepiece 0.2.3 and tensorflow-text 2.21:
 # only "tie"s (see `compare`). A new kind, or another count, fails the tests.
-KNOWN = {("fuzz", True): {}, ("fuzz", False): {"tie": 1}}
+KNOWN = {("fuzz", True): {}, ("fuzz", False): {"tie": 1},
+         ("large", True): {"tie": 6}, ("large", False): {"tie": 13},
+         ("code points", True): {}, ("code points", False): {}}
 KNOWN_FAMILY = {True: [], False: []}
 
 
@@ -237,10 +239,36 @@ KNOWN_FAMILY = {True: [], False: []}
 
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
 def test_fuzz_matches_host(lower, sp_model):
-    texts = fuzz_corpus(12000, seed=1 if lower else 2)
+    texts = fuzz_corpus(10000, seed=1 if lower else 2)
     for name, (kinds, examples) in compare(graph_module(lower), sp_model, texts,
                                            lower).items():
         assert dict(kinds) == KNOWN["fuzz", lower], (name, examples[:5])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_large_fuzz_matches_host(lower, sp_model):
+    texts = fuzz_corpus(150000, seed=1001 if lower else 1002)
+    for name, (kinds, examples) in compare(graph_module(lower), sp_model, texts,
+                                           lower).items():
+        assert dict(kinds) == KNOWN["large", lower], (name, examples[:5])
+
+
+def code_point_texts():
+    """A text around every code point c a UTF-8 decoder yields: "A" c "Σ " (c between a cased
+    letter and a sigma that ends a word: its final form tells c's case class), then c after a
+    digit and before a comma, and c alone between spaces."""
+    return [f"A{c}\u03a3 5{c}, {c} " for block in fast_tokenization._code_points()
+            for c in map(chr, block)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_every_code_point(lower, sp_model):
+    texts = code_point_texts()
+    for name, (kinds, examples) in compare(graph_module(lower), sp_model, texts,
+                                           lower).items():
+        assert dict(kinds) == KNOWN["code points", lower], (name, examples[:5])
 
 
 @pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
