@@ -389,6 +389,7 @@ def test_model_given_as_bytes_path_or_processor(sp_model):
 
 
 def test_errors(tmp_path):
+    assert graph_module(True).core_ops is False  # what an export records
     with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="core-op"):
         fast_tokenization.TokenizerModule(SPM_MODEL.read_bytes(), True, core_ops=True)
     with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="no such"):

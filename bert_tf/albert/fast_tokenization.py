@@ -241,6 +241,7 @@ def _make_module_class():
             source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "model"
             processor = _checked_model(proto, source)
             self.do_lower_case = bool(do_lower_case)
+            self.core_ops = False  # as BERT's attribute: a SavedModel needs tensorflow_text
             self.vocab_size = int(processor.GetPieceSize())
             tables = build_tables()
             self._spaces = tf.constant(tables["spaces"])
