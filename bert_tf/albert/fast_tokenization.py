@@ -98,13 +98,12 @@ def build_tables():
 
     Returns dict of numpy arrays:
       spaces int32 [S]: sorted code points `str.isspace` holds for;
-      digits int32 [D]: sorted code points `str.isdigit` holds for;
       decompose: `_exception_table` of NFKD minus combining characters;
       lower: `_exception_table` of `str.lower` per character, plus FINAL_SIGMA_INDEX -> U+03C2;
       case_class int8 [FINAL_SIGMA_INDEX + 1]: the final-sigma classes of
         `bert_tf.bert.fast_tokenization_tables` (IGNORABLE, CASED, OTHER).
     """
-    spaces, digits = [], []
+    spaces = []
     decompose, lower = {}, {}
     case_class = np.full(FINAL_SIGMA_INDEX + 1, OTHER, np.int8)
     normalize, combining, category = (unicodedata.normalize, unicodedata.combining,
@@ -114,8 +113,6 @@ def build_tables():
             char = chr(cp)
             if char.isspace():
                 spaces.append(cp)
-            if char.isdigit():
-                digits.append(cp)
             # Unassigned and private-use characters decompose to themselves, have no case and
             # no combining class (BERT's tables, tested there, rely on the same).
             if category(char) in ("Cn", "Co"):
@@ -129,8 +126,7 @@ def build_tables():
             case_class[cp] = _case_class(cp)
     lower[FINAL_SIGMA_INDEX] = [0x3C2]
     case_class[FINAL_SIGMA_INDEX] = _case_class(0x3C2)
-    return {"spaces": np.asarray(spaces, np.int32), "digits": np.asarray(digits, np.int32),
-            "decompose": _exception_table(decompose), "lower": _exception_table(lower),
+    return {"spaces": np.asarray(spaces, np.int32), "decompose": _exception_table(decompose), "lower": _exception_table(lower),
             "case_class": case_class}
 
 
@@ -225,9 +221,9 @@ def _make_module_class():
     class TokenizerModule(tf.Module):
         """In-graph ALBERT tokenizer: tf.string [N] -> tf.RaggedTensor int64 ids [N, None].
 
-        See the module docstring. Holds its tables as constants and the SentencePiece model in
-        its tensorflow-text resource, so a SavedModel of it (or of a model holding it) is
-        self-contained; loading it needs `import tensorflow_text` first.
+        See the module docstring. Holds its tables and the (converted) SentencePiece model as
+        constants, so a SavedModel of it (or of a model holding it) is self-contained; loading
+        it needs `import tensorflow_text` first.
         """
 
         def __init__(self, model, do_lower_case=True, core_ops=False, name="albert_tokenizer"):
@@ -245,7 +241,6 @@ def _make_module_class():
             self.vocab_size = int(processor.GetPieceSize())
             tables = build_tables()
             self._spaces = tf.constant(tables["spaces"])
-            self._digits = tf.constant(tables["digits"])
             self._decompose = tuple(tf.constant(t) for t in tables["decompose"])
             if self.do_lower_case:
                 self._lower = tuple(tf.constant(t) for t in tables["lower"])
