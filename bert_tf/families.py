@@ -48,10 +48,14 @@ class Family:
         `checkpoint_variables()` and `embedding_table`.
       tokenizer: `tokenizer(vocab_file, do_lower_case, **kwargs)`, the host tokenizer; its
         `special_tokens` (a `SpecialTokens`) name the family's special tokens.
-      graph_tokenizer: `graph_tokenizer(vocab, do_lower_case, core_ops=True)`, the same
-        tokenizer in TensorFlow ops for SavedModels that take text (`bert_tf.serving`): a
-        tf.Module mapping string [N] to ragged int64 piece ids [N, None], with the host
-        tokenizer's ids; `core_ops=True` keeps it to core TensorFlow ops.
+      graph_tokenizer: `graph_tokenizer(vocab, do_lower_case)`, the same tokenizer in
+        TensorFlow ops for SavedModels that take text (`bert_tf.serving`): a tf.Module mapping
+        string [N] to ragged int64 piece ids [N, None], with the host tokenizer's ids. `vocab`
+        is the host tokenizer's `vocab` (ALBERT's also carries its SentencePiece model). Its
+        default mode is the family's most portable, named by its `core_ops` attribute: True
+        when the graph holds core TensorFlow ops only (BERT's), False when a SavedModel of it
+        needs `import tensorflow_text` before loading (ALBERT's: SentencePiece has no
+        core-op form, and it refuses `core_ops=True`).
     """
 
     name: str

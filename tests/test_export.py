@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -628,3 +629,36 @@ def test_predictor_sorts_windows_of_lines_and_answers_in_input_order(exports):
                                                list(expected[key].values()), atol=1e-5, rtol=0)
                 else:
                     assert value == expected[key]
+
+
+@pytest.mark.slow
+def test_albert_classifier_export_equals_python(tmp_path):
+    """An ALBERT checkpoint and its SentencePiece model as --vocab_file: the export tokenizes
+    in the graph (preprocess_text, SentencePiece, the digit-comma rule: ALBERT's
+    TokenizerModule) and its probabilities, saved and loaded again, are the Python model's on
+    the host tokenizer's pieces. It records that loading needs tensorflow_text (core_ops
+    False)."""
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops for loading)
+
+    from bert_tf.albert.config import AlbertConfig
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    spm_model = Path(__file__).parent / "data" / "albert_spm" / "albert.model"
+    config = AlbertConfig(vocab_size=2000, embedding_size=8, hidden_size=16, num_hidden_layers=2,
+                          num_hidden_groups=1, inner_group_num=2, num_attention_heads=2,
+                          intermediate_size=32, max_position_embeddings=64)
+    tf.keras.utils.set_random_seed(5)
+    model = BertTaskModel(config, ClassifierHead(len(LABELS), config.hidden_size))
+    prefix = save_original_checkpoint(model, tmp_path / "ckpt" / "model.ckpt-best")
+    module, info = export.build_export("classifier", config, prefix, str(spm_model), True,
+                                       max_seq_length=MAX_SEQ_LENGTH, labels=LABELS)
+    assert info["core_ops"] is False
+    export_dir = export.save_export(module, info, tmp_path / "classifier")
+    loaded = tf.saved_model.load(str(export_dir))
+    texts_a = ["Hello  World, 1,000 Cafés!", "ÅNGSTRÖM naïve", "x 2,5, people"]
+    texts_b = ["Second sentence.", "", "It rained in 1990, again."]
+    got = loaded.signatures["serving_default"](text_a=tf.constant(texts_a),
+                                                text_b=tf.constant(texts_b))
+    tokenizer = AlbertTokenizer(str(spm_model), do_lower_case=True)
+    expected = model(_pair_features(tokenizer, texts_a, texts_b))["probabilities"].numpy()
+    np.testing.assert_allclose(got["probabilities"].numpy(), expected, atol=1e-5, rtol=0)

@@ -1,10 +1,10 @@
 """ALBERT as the registry (`bert_tf.families`) sees it."""
 
 from bert_tf import families
+from bert_tf.albert import fast_tokenization
 from bert_tf.albert.config import AlbertConfig
 from bert_tf.albert.model import AlbertModel
 from bert_tf.albert.tokenization import AlbertTokenizer
-from bert_tf.bert import fast_tokenization
 
 FAMILY = families.Family(
     name="albert",

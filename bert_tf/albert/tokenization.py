@@ -48,6 +48,7 @@ from bert_tf.text import (BasicTokenizer, VocabError, convert_by_vocab, convert_
 __all__ = [
     "SPIECE_UNDERLINE",
     "SENTENCEPIECE_SPECIAL_TOKENS",
+    "SentencePieceVocab",
     "AlbertTokenizer",
     "FullTokenizer",
     "BasicTokenizer",
@@ -204,6 +205,15 @@ def is_sentencepiece_model(path):
     return True
 
 
+class SentencePieceVocab(dict):
+    """{piece: id} of a SentencePiece model, carrying the model as `sp_model`: the `vocab` the
+    family hands its graph tokenizer (`bert_tf.albert.fast_tokenization.TokenizerModule`)."""
+
+    def __init__(self, sp_model):
+        super().__init__((sp_model.IdToPiece(i), i) for i in range(sp_model.GetPieceSize()))
+        self.sp_model = sp_model
+
+
 def convert_tokens_to_ids(vocab, tokens):
     return convert_by_vocab(vocab, tokens)
 
@@ -244,8 +254,7 @@ class FullTokenizer:
         self.sp_model = None
         if spm_model_file:
             self.sp_model = load_sentencepiece(spm_model_file)
-            self.vocab = {self.sp_model.IdToPiece(i): i
-                          for i in range(self.sp_model.GetPieceSize())}
+            self.vocab = SentencePieceVocab(self.sp_model)
             self.special_tokens = SENTENCEPIECE_SPECIAL_TOKENS
             self._wordpiece = None
         else:

@@ -22,7 +22,6 @@ from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
-from bert_tf.text import load_vocab
 from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
@@ -208,8 +207,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         raise ExportError(f"--task={task} needs label names (--labels)")
     if not tf.io.gfile.exists(vocab_file):
         raise ExportError(f"--vocab_file={vocab_file}: no such file")
-    vocab = load_vocab(vocab_file)
     try:
+        # The family's host tokenizer reads --vocab_file (ALBERT's: a SentencePiece .model).
+        vocab = families.of(config).tokenizer(vocab_file, do_lower_case=do_lower_case).vocab
         inputs = ServingInputs(vocab, do_lower_case, max_seq_length, doc_stride,
                                tokenizer=tokenizer, dynamic_padding=dynamic_padding,
                                family=families.of(config).name)
@@ -225,7 +225,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         model = BertTaskModel(config, head)
     load_original_checkpoint(model, checkpoint)
     info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
-            "dynamic_padding": bool(dynamic_padding)}
+            "dynamic_padding": bool(dynamic_padding),
+            # False: load the SavedModel after `import tensorflow_text` (ALBERT).
+            "core_ops": bool(getattr(inputs.tokenizer, "core_ops", True))}
     if task == "classifier":
         module = ClassifierExport(model, inputs, labels)
         info["labels"] = list(labels)

@@ -113,14 +113,15 @@ class ServingInputs(tf.Module):
     """In-graph `[CLS] a [SEP] (b [SEP])` inputs from raw strings (see module docstring).
 
     Args:
-      vocab: dict token -> id (e.g. `bert_tf.text.load_vocab(path)`); it must hold the
-        family's [CLS], [SEP] and [UNK].
+      vocab: the family's host tokenizer's `vocab`, a dict token -> id (e.g.
+        `bert_tf.text.load_vocab(path)` for BERT; ALBERT's also carries its SentencePiece
+        model); it must hold the family's [CLS], [SEP] and [UNK].
       do_lower_case: as for FullTokenizer.
       max_seq_length: positions per example (>= 3).
       doc_stride: pieces between the starts of a text's windows in `words` (>= 1).
-      tokenizer: an existing graph tokenizer for `vocab` (building one takes seconds); pass
-        one built with `core_ops=True` (the default) to keep the SavedModel free of
-        tensorflow-text ops.
+      tokenizer: an existing graph tokenizer for `vocab` (building one takes seconds); BERT's
+        built with `core_ops=True` (its default) keeps the SavedModel free of tensorflow-text
+        ops; ALBERT's has no such mode.
       dynamic_padding: pad a batch to its longest sequence rounded up (see module docstring)
         rather than to max_seq_length.
       family: the `model_type` whose graph tokenizer, special tokens and pair layout to use
@@ -143,10 +144,10 @@ class ServingInputs(tf.Module):
         self.max_seq_length = int(max_seq_length)
         self.doc_stride = int(doc_stride)
         self.dynamic_padding = bool(dynamic_padding)
-        # Core TensorFlow ops only, so that a SavedModel holding this module needs nothing
-        # but `tensorflow` (plain `saved_model_cli run` works).
-        self.tokenizer = tokenizer or family.graph_tokenizer(vocab, do_lower_case=do_lower_case,
-                                                             core_ops=True)
+        # The family's default mode is its most portable: core TensorFlow ops only where it
+        # can (BERT: a SavedModel holding this module needs nothing but `tensorflow`); ALBERT's
+        # SentencePiece needs tensorflow-text (`self.tokenizer.core_ops` is False).
+        self.tokenizer = tokenizer or family.graph_tokenizer(vocab, do_lower_case=do_lower_case)
         self.special_tokens = special
         self.cls_id = int(vocab[special.cls])
         self.sep_id = int(vocab[special.sep])
