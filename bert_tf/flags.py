@@ -12,6 +12,7 @@ root script of its name.
 """
 
 import dataclasses
+import os
 import sys
 
 from absl import app, flags
@@ -203,6 +204,57 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
         return 1
     if out.get("checkpoint"):
         logging.info("Latest checkpoint: %s", out["checkpoint"])
+    return 0
+
+
+def run_pretraining(script, read_config, options_class, run, **fields):
+    """The body of a pretraining command (run_pretraining.py, ALBERT's): the config
+    (`read_config()`), the input files, the strategy, `options_class` from the original's
+    pretraining flags, `fields` and the trainer flags, then `run(config, options, strategy,
+    do_train, do_eval)`. Errors a user can fix print as one line `<script>: error: ...`.
+    Returns the exit code."""
+    from absl import logging
+
+    from bert_tf import families
+    from bert_tf.checkpoints import CheckpointError
+    from bert_tf.files import OutputError
+    from bert_tf.training import input_pipeline
+    from bert_tf.training.output_lock import OutputDirInUseError
+    from bert_tf.training.strategy import StrategyError
+    from bert_tf.training.trainer import TrainingError
+
+    FLAGS = flags.FLAGS  # noqa: N806 (absl's name)
+    logging.set_verbosity(logging.INFO)
+    try:
+        if not FLAGS.do_train and not FLAGS.do_eval:
+            raise TrainingError("at least one of --do_train or --do_eval must be set")
+        config = read_config()
+        input_files = input_pipeline.expand_input_patterns(FLAGS.input_file)
+        logging.info("*** Input files ***\n  %s", "\n  ".join(input_files))
+        strategy = strategy_from_flags(FLAGS)
+        with hold_output_dir(FLAGS, strategy):
+            options = options_class(
+                input_files=input_files,
+                max_seq_length=FLAGS.max_seq_length,
+                max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+                eval_batch_size=FLAGS.eval_batch_size,
+                num_train_steps=FLAGS.num_train_steps,
+                num_warmup_steps=FLAGS.num_warmup_steps,
+                max_eval_steps=FLAGS.max_eval_steps,
+                init_optimizer_state=FLAGS.init_optimizer_state,
+                **fields,
+                **trainer_kwargs(FLAGS, strategy),
+            )
+            checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
+    except (TrainingError, families.ConfigError, CheckpointError, StrategyError,
+            input_pipeline.InputError, FloatingPointError, OutputError,
+            OutputDirInUseError) as e:
+        print(f"{script}: error: {e}", file=sys.stderr)
+        return 1
+    if checkpoint:
+        logging.info("Latest checkpoint: %s", checkpoint)
+    if results:
+        logging.info("Eval results: %s", os.path.join(FLAGS.output_dir, "eval_results.txt"))
     return 0
 
 

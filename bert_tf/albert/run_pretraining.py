@@ -9,11 +9,10 @@ for newer ones until global_step reaches --num_train_steps) and copies it to mod
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import flags, logging  # noqa: E402
+from absl import flags  # noqa: E402
 
 from bert_tf import flags as shared_flags  # noqa: E402
 
@@ -70,51 +69,16 @@ flags.DEFINE_bool("init_optimizer_state", False,
 
 def main(argv):
     del argv
-    logging.set_verbosity(logging.INFO)
-    from bert_tf import families
     from bert_tf.albert.config import AlbertConfig
     from bert_tf.albert.pretraining_task import AlbertPretrainingOptions, run
-    from bert_tf.checkpoints import CheckpointError
-    from bert_tf.files import OutputError
-    from bert_tf.training import input_pipeline
-    from bert_tf.training.output_lock import OutputDirInUseError
-    from bert_tf.training.strategy import StrategyError
-    from bert_tf.training.trainer import TrainingError
 
-    try:
-        if not FLAGS.do_train and not FLAGS.do_eval:
-            raise TrainingError("at least one of --do_train or --do_eval must be set")
-        config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-        input_files = input_pipeline.expand_input_patterns(FLAGS.input_file)
-        logging.info("*** Input files ***\n  %s", "\n  ".join(input_files))
-        strategy = shared_flags.strategy_from_flags(FLAGS)
-        with shared_flags.hold_output_dir(FLAGS, strategy):
-            options = AlbertPretrainingOptions(
-                input_files=input_files,
-                max_seq_length=FLAGS.max_seq_length,
-                max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-                eval_batch_size=FLAGS.eval_batch_size,
-                num_train_steps=FLAGS.num_train_steps,
-                num_warmup_steps=FLAGS.num_warmup_steps,
-                max_eval_steps=FLAGS.max_eval_steps,
-                init_optimizer_state=FLAGS.init_optimizer_state,
-                poly_power=FLAGS.poly_power,
-                start_warmup_step=FLAGS.start_warmup_step,
-                init_from_group0=FLAGS.init_from_group0,
-                masked_lm_budget=FLAGS.masked_lm_budget,
-                **shared_flags.trainer_kwargs(FLAGS, strategy),
-            )
-            checkpoint, results = run(config, options, strategy, FLAGS.do_train, FLAGS.do_eval)
-    except (TrainingError, families.ConfigError, CheckpointError, StrategyError,
-            input_pipeline.InputError, FloatingPointError, OutputError,
-            OutputDirInUseError) as e:
-        print(f"run_pretraining.py: error: {e}", file=sys.stderr)
-        return 1
-    if checkpoint:
-        logging.info("Latest checkpoint: %s", checkpoint)
-    if results:
-        logging.info("Eval results: %s", os.path.join(FLAGS.output_dir, "eval_results.txt"))
-    return 0
+    return shared_flags.run_pretraining(
+        "run_pretraining.py", lambda: AlbertConfig.from_json_file(FLAGS.albert_config_file),
+        AlbertPretrainingOptions, run,
+        poly_power=FLAGS.poly_power,
+        start_warmup_step=FLAGS.start_warmup_step,
+        init_from_group0=FLAGS.init_from_group0,
+        masked_lm_budget=FLAGS.masked_lm_budget)
 
 
 def run_main():
