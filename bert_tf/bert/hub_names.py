@@ -16,6 +16,7 @@ is pure Python (no TensorFlow, no NumPy).
 from bert_tf.bert.config import DEFAULT_LAYER_NORM_EPS, BertConfig
 from bert_tf.bert.tokenization import WORDPIECE_SPECIAL_TOKENS
 from bert_tf.heads import FINE_TUNING_HEADS
+from bert_tf.hf.names import dense_rows, layer_norm_rows
 
 # The config class a snapshot's config.json becomes, and its default LayerNorm epsilon.
 CONFIG = BertConfig
@@ -44,41 +45,33 @@ _EMBEDDINGS = (
 )
 
 
-def _dense(hub, original, out_dim, in_dim):
-    return ((f"{hub}.weight", f"{original}/kernel", True, out_dim + in_dim),
-            (f"{hub}.bias", f"{original}/bias", False, out_dim))
-
-
-def _layer_norm(hub, original):
-    return ((f"{hub}.weight", f"{original}/gamma", False, "H"),
-            (f"{hub}.bias", f"{original}/beta", False, "H"))
-
-
 _LAYER = (
-    *_dense("encoder.layer.{i}.attention.self.query", "bert/encoder/layer_{i}/attention/self/query",
-            "H", "H"),
-    *_dense("encoder.layer.{i}.attention.self.key", "bert/encoder/layer_{i}/attention/self/key",
-            "H", "H"),
-    *_dense("encoder.layer.{i}.attention.self.value", "bert/encoder/layer_{i}/attention/self/value",
-            "H", "H"),
-    *_dense("encoder.layer.{i}.attention.output.dense",
-            "bert/encoder/layer_{i}/attention/output/dense", "H", "H"),
-    *_layer_norm("encoder.layer.{i}.attention.output.LayerNorm",
-                 "bert/encoder/layer_{i}/attention/output/LayerNorm"),
-    *_dense("encoder.layer.{i}.intermediate.dense", "bert/encoder/layer_{i}/intermediate/dense",
-            "I", "H"),
-    *_dense("encoder.layer.{i}.output.dense", "bert/encoder/layer_{i}/output/dense", "H", "I"),
-    *_layer_norm("encoder.layer.{i}.output.LayerNorm", "bert/encoder/layer_{i}/output/LayerNorm"),
+    *dense_rows("encoder.layer.{i}.attention.self.query",
+                "bert/encoder/layer_{i}/attention/self/query", "H", "H"),
+    *dense_rows("encoder.layer.{i}.attention.self.key",
+                "bert/encoder/layer_{i}/attention/self/key", "H", "H"),
+    *dense_rows("encoder.layer.{i}.attention.self.value",
+                "bert/encoder/layer_{i}/attention/self/value", "H", "H"),
+    *dense_rows("encoder.layer.{i}.attention.output.dense",
+                "bert/encoder/layer_{i}/attention/output/dense", "H", "H"),
+    *layer_norm_rows("encoder.layer.{i}.attention.output.LayerNorm",
+                     "bert/encoder/layer_{i}/attention/output/LayerNorm"),
+    *dense_rows("encoder.layer.{i}.intermediate.dense",
+                "bert/encoder/layer_{i}/intermediate/dense", "I", "H"),
+    *dense_rows("encoder.layer.{i}.output.dense", "bert/encoder/layer_{i}/output/dense", "H", "I"),
+    *layer_norm_rows("encoder.layer.{i}.output.LayerNorm",
+                     "bert/encoder/layer_{i}/output/LayerNorm"),
 )
 
-POOLER = _dense("pooler.dense", "bert/pooler/dense", "H", "H")
+POOLER = dense_rows("pooler.dense", "bert/pooler/dense", "H", "H")
 
 # Heads: rows with full Hub names (outside the `bert.` prefix): the pretraining heads', then the
 # fine-tuning heads' (under their checkpoint scopes).
 HEADS = {
     "mlm": (
-        *_dense("cls.predictions.transform.dense", "cls/predictions/transform/dense", "H", "H"),
-        *_layer_norm("cls.predictions.transform.LayerNorm", "cls/predictions/transform/LayerNorm"),
+        *dense_rows("cls.predictions.transform.dense", "cls/predictions/transform/dense", "H", "H"),
+        *layer_norm_rows("cls.predictions.transform.LayerNorm",
+                         "cls/predictions/transform/LayerNorm"),
         ("cls.predictions.bias", "cls/predictions/output_bias", False, "V"),
     ),
     "nsp": (
@@ -137,19 +130,3 @@ def encoder_rows(num_hidden_layers, pooler=True):
         rows += list(POOLER)
     return rows
 
-
-def rows_for(architecture, num_hidden_layers, pooler=None):
-    """Every row of `architecture` with full Hub names (encoder prefixed as the class does).
-
-    Args:
-      architecture: a key of ARCHITECTURES.
-      num_hidden_layers: L.
-      pooler: include the pooler rows; None = as the class has one.
-    """
-    prefix, heads, has_pooler = ARCHITECTURES[architecture]
-    rows = [(prefix + hub, original, t, shape)
-            for hub, original, t, shape in encoder_rows(num_hidden_layers,
-                                                        has_pooler if pooler is None else pooler)]
-    for head in heads:
-        rows += list(HEADS[head])
-    return rows
