@@ -9,6 +9,9 @@ import pytest  # noqa: E402
 
 SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 GOLDEN_DIR = SHARED_DIR / "golden"
+# A copy of google-research/albert for the tests that compare with it live (they skip, saying
+# so, without one).
+ALBERT_ORIGINAL_REPO = Path(os.environ.get("ALBERT_ORIGINAL_REPO", "/tmp/orig_albert"))
 
 
 def golden_path(*parts):

@@ -9,8 +9,9 @@ import pytest
 from bert_tf import families
 from bert_tf.albert.config import DEFAULTS, AlbertConfig, AlbertConfigError
 from bert_tf.bert.config import BertConfigError
+from conftest import ALBERT_ORIGINAL_REPO
 
-ORIGINAL_REPO = os.environ.get("ALBERT_ORIGINAL_REPO", "/tmp/orig_albert")
+ORIGINAL_REPO = ALBERT_ORIGINAL_REPO
 
 # albert_base_v2's albert_config.json (the keys and values of Google's release).
 BASE_V2 = {

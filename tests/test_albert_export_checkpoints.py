@@ -2,7 +2,6 @@
 and both heads) and global_step 0, no optimizer slots, as google-research/albert's
 export_checkpoints.py writes them (compared live with a copy of the original)."""
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,9 +12,10 @@ import pytest
 
 from bert_tf.albert.export_checkpoints import export
 from test_training_helpers import REPO, env, read_checkpoint
+from conftest import ALBERT_ORIGINAL_REPO
 
 MODEL = Path(__file__).resolve().parent / "data" / "albert_model" / "grouped"
-ORIGINAL = Path(os.environ.get("ALBERT_ORIGINAL", "/tmp/orig_albert"))
+ORIGINAL = ALBERT_ORIGINAL_REPO
 ORIGINAL_DRIVER = """\
 import sys
 import tensorflow as tf
@@ -59,7 +59,7 @@ def test_export_writes_the_weights_and_global_step_0(tmp_path):
 
 def test_the_originals_export_has_the_same_tensors(tmp_path):
     if not (ORIGINAL / "export_checkpoints.py").is_file():
-        pytest.skip(f"no copy of google-research/albert at {ORIGINAL} (set ALBERT_ORIGINAL)")
+        pytest.skip(f"no copy of google-research/albert at {ORIGINAL} (set ALBERT_ORIGINAL_REPO)")
     directory, _ = training_checkpoint(tmp_path)
     original = tmp_path / "original" / "albert"
     proc = subprocess.run([sys.executable, "-c", ORIGINAL_DRIVER, str(ORIGINAL), str(directory),

@@ -25,11 +25,12 @@ pytest.importorskip("tensorflow_text")
 spm = pytest.importorskip("sentencepiece")
 
 from bert_tf.albert import fast_tokenization  # noqa: E402
+from conftest import ALBERT_ORIGINAL_REPO
 
 HERE = Path(__file__).resolve().parent
 SPM_MODEL = HERE / "data" / "albert_spm" / "albert.model"
 SAMPLE_TEXT = HERE.parents[1] / "shared" / "data" / "sample_text.txt"
-ORIGINAL_REPO = os.environ.get("ALBERT_ORIGINAL_REPO", "/tmp/orig_albert")
+ORIGINAL_REPO = ALBERT_ORIGINAL_REPO
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,9 +19,10 @@ import pytest
 from bert_tf.albert import instances
 from bert_tf.albert.tokenization import SENTENCEPIECE_SPECIAL_TOKENS
 from bert_tf.data.documents import Corpus
+from conftest import ALBERT_ORIGINAL_REPO
 
 REPO = Path(__file__).resolve().parents[1]
-ORIGINAL_REPO = Path(os.environ.get("ALBERT_ORIGINAL_REPO", "/tmp/orig_albert"))
+ORIGINAL_REPO = ALBERT_ORIGINAL_REPO
 needs_original = pytest.mark.skipif(
     not (ORIGINAL_REPO / "create_pretraining_data.py").exists(),
     reason=f"no copy of google-research/albert at {ORIGINAL_REPO} (set ALBERT_ORIGINAL_REPO)")

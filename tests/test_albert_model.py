@@ -15,7 +15,7 @@ from bert_tf import checkpoints, families
 from bert_tf.albert.config import AlbertConfig
 from bert_tf.albert.model import AlbertModel, AlbertTransformer
 from bert_tf.albert.pretraining import AlbertPretrainingModel, pretraining_loss
-from conftest import shared_random_draws
+from conftest import ALBERT_ORIGINAL_REPO, shared_random_draws
 from test_training_helpers import assert_close
 
 DATA = Path(__file__).resolve().parent / "data" / "albert_model"
@@ -136,7 +136,7 @@ def test_a_bert_config_is_refused():
         AlbertPretrainingModel(bert)
 
 
-ORIGINAL_REPO = Path("/tmp/orig_albert")
+ORIGINAL_REPO = ALBERT_ORIGINAL_REPO
 
 
 def test_the_original_initialises_from_our_checkpoint(tmp_path):

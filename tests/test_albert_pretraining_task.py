@@ -22,11 +22,12 @@ from bert_tf.albert.pretraining_task import (
 from bert_tf.training.trainer import TrainingError
 from rounding_bounds import adam_step_bound
 from test_training_helpers import REPO, env, read_checkpoint
+from conftest import ALBERT_ORIGINAL_REPO
 
 DATA = Path(__file__).resolve().parent / "data" / "albert_pretraining"
 MODEL = Path(__file__).resolve().parent / "data" / "albert_model" / "grouped"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
-ORIGINAL = Path(os.environ.get("ALBERT_ORIGINAL", "/tmp/orig_albert"))
+ORIGINAL = ALBERT_ORIGINAL_REPO
 STEPS = 3
 
 
@@ -158,7 +159,7 @@ def test_the_original_restores_our_checkpoint(lamb_run, tmp_path):
     """The original's Saver restores every variable of its LAMB training graph from our
     checkpoint after 3 steps, and computes our loss of batch 0 there."""
     if not (ORIGINAL / "run_pretraining.py").is_file():
-        pytest.skip(f"no copy of google-research/albert at {ORIGINAL} (set ALBERT_ORIGINAL)")
+        pytest.skip(f"no copy of google-research/albert at {ORIGINAL} (set ALBERT_ORIGINAL_REPO)")
     trainer, _, prefix = lamb_run
     proc = subprocess.run(
         [sys.executable, str(DATA / "make_expected.py"), f"--original_repo={ORIGINAL}",

@@ -12,7 +12,6 @@ Evidence:
 
 import gzip
 import json
-import os
 import random
 from pathlib import Path
 
@@ -20,13 +19,13 @@ import pytest
 
 from bert_tf.albert import tokenization
 from bert_tf.bert.tokenization import WORDPIECE_SPECIAL_TOKENS
-from conftest import SHARED_DIR, load_recorder
+from conftest import ALBERT_ORIGINAL_REPO, SHARED_DIR, load_recorder
 
 HERE = Path(__file__).resolve().parent
 SPM_MODEL = str(HERE / "data" / "albert_spm" / "albert.model")
 UNCASED_VOCAB = SHARED_DIR / "data" / "uncased_vocab.txt"
 EXPECTED = HERE / "data" / "albert_tokenization" / "expected.jsonl.gz"
-ORIGINAL_REPO = Path(os.environ.get("ALBERT_ORIGINAL_REPO", "/tmp/orig_albert"))
+ORIGINAL_REPO = ALBERT_ORIGINAL_REPO
 recorder = load_recorder("albert_tokenization")
 
 needs_vocab = pytest.mark.skipif(
