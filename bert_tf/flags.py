@@ -170,12 +170,15 @@ def hold_output_dir(FLAGS, strategy):  # noqa: N803
         FLAGS.output_dir, is_chief=bool(FLAGS.do_train) and worker_info(strategy)[2])
 
 
-def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
+def run_fine_tuning(script, options_class, run, task_errors=(), read_config=None, **fields):
     """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config and the
     strategy from the flags, `options_class(**fields, **trainer flags)`, then
     `run(config, options, strategy, do_train=..., ...)` (only the do_* flags the script
     defines). Errors a user can fix (these and `task_errors`) print as one line
-    `<script>: error: ...`. Returns the exit code."""
+    `<script>: error: ...`. Returns the exit code.
+
+    `read_config()` reads the model config (default: --bert_config_file, any family's; e.g.
+    ALBERT's commands read --albert_config_file)."""
     from absl import logging
 
     from bert_tf import families
@@ -192,7 +195,8 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     do = {name: FLAGS[name].value for name in ("do_train", "do_eval", "do_predict")
           if name in FLAGS}
     try:
-        config = families.read_config(FLAGS.bert_config_file)
+        config = (read_config() if read_config is not None
+                  else families.read_config(FLAGS.bert_config_file))
         strategy = strategy_from_flags(FLAGS)
         with hold_output_dir(FLAGS, strategy):
             options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
