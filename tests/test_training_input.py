@@ -277,6 +277,36 @@ def test_length_sorted_stream_gives_every_record_once_with_its_index(records):
         max(lengths_of(b)) for b in batches]
 
 
+def test_records_of_several_sequences_are_cut_and_sorted_by_their_longest(tmp_path):
+    """A spec whose input_ids are [C, S] (records of C sequences, RACE's choices): batches are
+    cut on the last axis, and sorted by each record's longest sequence."""
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 17, size=(10, 3))
+    path = str(tmp_path / "choices.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for row in lengths:
+            mask = (np.arange(16)[None, :] < row[:, None]).astype(np.int64)
+            feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(
+                value=(mask * k).reshape(-1).tolist())) for name, k in (("input_ids", 5),
+                                                                       ("input_mask", 1))}
+            writer.write(tf.train.Example(features=tf.train.Features(
+                feature=feature)).SerializeToString())
+    spec = {name: tf.io.FixedLenFeature([3, 16], tf.int64) for name in ("input_ids",
+                                                                         "input_mask")}
+    stream = InputStream(tf.distribute.get_strategy(), [path], None, None, 4,
+                         is_training=False, spec=spec, pad_final_batch=True,
+                         sort_by_length=True, sequence_keys=("input_ids", "input_mask"),
+                         padding_width=1)
+    batches = [stream.get_next() for _ in range(3)]
+    index = np.concatenate([b[input_pipeline.RECORD_INDEX].numpy() for b in batches])[:10]
+    longest = lengths.max(axis=1)
+    assert longest[index].tolist() == sorted(longest.tolist(), reverse=True)
+    for batch in batches:
+        rows = batch[input_pipeline.RECORD_INDEX].numpy()
+        assert batch["input_ids"].shape[:2] == (4, 3)
+        assert batch["input_ids"].shape[2] == max(longest[r] for r in rows if r >= 0)
+
+
 def test_dynamic_padding_keeps_the_saved_input_position_interchangeable(tmp_path, records):
     """The cut happens after the iterator: a position saved by a padded run restores into a
     cut one (and back), e.g. when a run resumes with --dynamic_padding toggled."""

@@ -96,6 +96,23 @@ def test_cut_batch_of_stacked_replicas_cuts_all_to_the_longest_and_keeps_positio
     assert cut["input_ids"].shape == (2, 2, 24)
 
 
+def test_cut_batch_of_records_of_several_sequences_cuts_their_last_axis():
+    """Records of C sequences each ([B, C, S], e.g. RACE's 4 choices): the sequence axis is 2
+    (3 for the stacked batches of replicas), cut to the longest of all."""
+    mask = np.zeros([2, 4, 32], np.int32)
+    mask[0, 1, :5] = 1
+    mask[1, 3, :11] = 1
+    features = {"input_ids": tf.constant(mask * 3), "input_mask": tf.constant(mask),
+                "label_ids": tf.constant([1, 2])}
+    cut = padding.cut_batch(features, ("input_ids", "input_mask"), 32, width=4, seq_axis=2)
+    assert cut["input_ids"].shape == (2, 4, 12)
+    np.testing.assert_array_equal(cut["input_mask"].numpy(), mask[:, :, :12])
+    assert cut["label_ids"] is features["label_ids"]
+    stacked = {"input_ids": tf.constant(mask[None]), "input_mask": tf.constant(mask[None])}
+    cut = padding.cut_batch(stacked, ("input_ids", "input_mask"), 32, width=8, seq_axis=3)
+    assert cut["input_ids"].shape == (1, 2, 4, 16)
+
+
 def test_pad_back_restores_max_seq_length_with_the_fill():
     value = np.arange(6, dtype=np.float32).reshape(2, 3)
     padded = padding.pad_back(value, 5, float("-inf"))

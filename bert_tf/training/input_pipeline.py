@@ -274,8 +274,12 @@ SORT_WINDOW_BATCHES = 64
 
 
 def _sorted_by_length(batch):
-    """The records of a parsed window, longest first, ties in stream order."""
-    order = tf.argsort(-padding.real_lengths(batch["input_mask"]), stable=True)
+    """The records of a parsed window, longest first, ties in stream order (a record of
+    several sequences, input_mask [C, S], by its longest)."""
+    lengths = padding.real_lengths(batch["input_mask"])
+    if lengths.shape.rank > 1:
+        lengths = tf.reduce_max(lengths, axis=list(range(1, lengths.shape.rank)))
+    order = tf.argsort(-lengths, stable=True)
     return {name: tf.gather(t, order) for name, t in batch.items()}
 
 
@@ -417,8 +421,10 @@ class InputStream:
             # same with and without dynamic padding.
             if spec is None:
                 spec = feature_spec(max_seq_length, max_predictions_per_seq)
-            length = spec["input_ids"].shape[0]
-            seq_axis = 2 if self.local_replicas > 1 else 1
+            # The sequence is a record's last axis ([S], or [C, S] for C sequences a record).
+            record_shape = spec["input_ids"].shape
+            length = record_shape[-1]
+            seq_axis = len(record_shape) + (1 if self.local_replicas > 1 else 0)
             self._cut = lambda batch: padding.cut_batch(
                 batch, self.sequence_keys, length, padding_width, seq_axis, position_keys)
 

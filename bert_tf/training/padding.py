@@ -59,12 +59,14 @@ def cut_batch(features, sequence_keys, max_seq_length, width=DEFAULT_WIDTH, seq_
     Args:
       features: dict of tensors; `features["input_mask"]` is int [B, max_seq_length] (or
         [R, B, max_seq_length] with `seq_axis=2`: the stacked batches of R replicas, cut to
-        one length, the longest of all).
+        one length, the longest of all; or [B, C, max_seq_length], records of C sequences
+        each, with `seq_axis=2`).
       sequence_keys: names of the features whose axis `seq_axis` is the sequence ([B,
         max_seq_length, ...]); the others (labels, masked-LM positions, ...) are returned
         unchanged.
       max_seq_length, width: see `padded_length`.
-      seq_axis: 1, or 2 for stacked replica batches.
+      seq_axis: the sequence axis: 1, or 2 for stacked replica batches (or records of
+        several sequences), 3 for both.
       position_keys: features holding positions into the sequence (e.g. masked_lm_positions
         [B, P]): the cut keeps every position they name, so a gather at them stays in range
         even where a record names a position past its mask.
@@ -79,7 +81,7 @@ def cut_batch(features, sequence_keys, max_seq_length, width=DEFAULT_WIDTH, seq_
     cut = {}
     for name, value in features.items():
         if name in sequence_keys:
-            value = value[:, :length] if seq_axis == 1 else value[:, :, :length]
+            value = value[(slice(None),) * seq_axis + (slice(None, length),)]
         cut[name] = value
     return cut
 

@@ -35,7 +35,9 @@ class Task:
         adds a dense part and TF1 then sums the whole gradient into a dense tensor before
         clipping. None (the default, the fine-tuning tasks'): the tables the model's encoder
         declares gathered (`gathered_tables`).
-      sequence_keys: the features whose axis 1 is the sequence ([B, max_seq_length, ...]).
+      sequence_keys: the features whose axis 1 is the sequence ([B, max_seq_length, ...]),
+        or whose records hold several sequences (the spec's input_ids [C, max_seq_length]:
+        then the features are [B, C, max_seq_length] and their last axis is cut).
         With dynamic padding (`bert_tf.training.padding`) the input pipeline cuts them to the
         batch's longest `input_mask`, rounded up; the other features pass unchanged.
       position_keys: features holding positions into the sequence (masked_lm_positions): a
