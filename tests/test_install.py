@@ -51,6 +51,8 @@ HELP = {
                                r"\[no\]init_from_group0", "masked_lm_budget", "optimizer",
                                "keep_checkpoint_max"),
     "albert.export_checkpoints": ("albert_directory", "checkpoint_name", "export_path"),
+    "albert.run_classifier": ("albert_config_file", "spm_model_file", "train_step",
+                              "warmup_step", "cached_dir", "optimizer", "keep_checkpoint_max"),
 }
 
 
