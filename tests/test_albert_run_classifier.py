@@ -278,6 +278,7 @@ class ScriptedTrainer:
     def __init__(self, results):
         self.results = results
         self.model = None
+        self.is_chief = True
         self.global_step = tf.Variable(0, dtype=tf.int64)
         self.evaluated = []
 

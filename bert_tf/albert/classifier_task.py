@@ -282,8 +282,11 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
     Without any checkpoint in output_dir, evaluates the weights of --init_checkpoint (the
     original waits forever) and writes eval_results.txt only.
 
+    Every worker evaluates; the chief alone writes and removes files.
+
     Returns the results of the last checkpoint evaluated (or None).
     """
+    chief = trainer.is_chief
     key = best_key(task.task_name)
     global_step, best_step, best_value = read_best_trial(output_dir)
     logging.info("Best trial info: Step: %s, Best Value Step: %s, Best Value: %s",
@@ -293,7 +296,8 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
     if not found:
         trainer.restore_weights()
         results = trainer.evaluate([eval_file], pad_final_batch=True, results_file=None)
-        _write_eval_text(output_dir, [_block(results, None)])
+        if chief:
+            _write_eval_text(output_dir, [_block(results, None)])
         logging.info("No checkpoint in %s: evaluated the weights of --init_checkpoint",
                      output_dir)
         return results
@@ -304,7 +308,7 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
     blocks, results = [], None
     for step, prefix in sorted(found.items()):
         if global_step >= step:
-            if best_step != step and newer(step) > 1:
+            if chief and best_step != step and newer(step) > 1:
                 _remove_checkpoint(prefix, output_dir)
             continue
         report = checkpoints.load_original_checkpoint(trainer.model, prefix)
@@ -315,11 +319,12 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
         blocks.append(_block(results, best_value))
         if results[key] > best_value:
             best_value, best_step = results[key], global_step
-        elif newer(global_step) > 1:
+        elif chief and newer(global_step) > 1:
             _remove_checkpoint(prefix, output_dir)
-        _write_eval_text(output_dir, blocks)
-        files.write_atomic(os.path.join(output_dir, BEST_TRIAL_FILE),
-                           f"{global_step}:{best_step}:{best_value}")
+        if chief:
+            _write_eval_text(output_dir, blocks)
+            files.write_atomic(os.path.join(output_dir, BEST_TRIAL_FILE),
+                               f"{global_step}:{best_step}:{best_value}")
     if not blocks:
         logging.info("Every checkpoint of %s was evaluated before (%s: step %s); %s kept as "
                      "it was", output_dir, BEST_TRIAL_FILE, global_step, EVAL_RESULTS_FILE)
@@ -327,9 +332,9 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
         logging.warning("The newest checkpoint evaluated is of step %d < --train_step=%d (the "
                         "original would wait for newer ones)", global_step, num_train_steps)
     source = os.path.join(output_dir, f"model.ckpt-{best_step}")
-    if tf.io.gfile.exists(source + ".index"):
+    if chief and tf.io.gfile.exists(source + ".index"):
         copy_to_best(source)
-    elif best_step >= 0:
+    elif chief and best_step >= 0:
         logging.warning("%s (best_trial.txt's best) is gone: %s not updated", source,
                         os.path.join(output_dir, BEST_NAME))
     return results
