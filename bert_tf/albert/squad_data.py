@@ -73,13 +73,16 @@ arrays and builds its lists on access.
 This module does not import TensorFlow (only `record_feature_spec` does).
 """
 
-import collections
 import dataclasses
+import io
 import json
+import os
+import pickle
 
 import numpy as np
 from absl import logging
 
+from bert_tf import files
 from bert_tf.albert.tokenization import (SPIECE_UNDERLINE, encode_ids, encode_pieces,
                                          preprocess_text)
 from bert_tf.data.features import Int64EntryHeads, varint
@@ -102,6 +105,10 @@ __all__ = [
     "align_paragraph",
     "convert_index",
     "record_feature_spec",
+    "FEATURE_ATTRIBUTES",
+    "FeatureRecord",
+    "save_features",
+    "load_features",
 ]
 
 # The original's log line for an example whose pieces do not align with its paragraph.
@@ -755,3 +762,84 @@ class FeatureWriter(RoundRobinRecordWriter):
 
     def process_feature(self, feature):
         self.write(self.encode(feature))
+
+
+# ---------------------------------------------------------------------------------------------
+# The prediction features file (--predict_feature_left_file)
+
+# The attributes of the original's InputFeatures, which its prediction code reads.
+FEATURE_ATTRIBUTES = ("unique_id", "example_index", "doc_span_index", "tok_start_to_orig_index",
+                      "tok_end_to_orig_index", "token_is_max_context", "tokens", "input_ids",
+                      "input_mask", "segment_ids", "paragraph_len", "start_position",
+                      "end_position", "is_impossible", "p_mask")
+# The original pickles its features as objects of this class (run as `python -m albert.*`).
+_ORIGINAL_CLASS = b"albert.squad_utils\nInputFeatures\n"
+
+
+class FeatureRecord:
+    """One window's features as plain attributes (FEATURE_ATTRIBUTES): what `load_features`
+    returns."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+class _OriginalFeatures:
+    """Stands for the original's class while pickling (see `save_features`)."""
+
+
+class _OriginalClassPickler(pickle._Pickler):  # pylint: disable=protected-access
+    """Pickles `_OriginalFeatures` objects as the original's `albert.squad_utils.InputFeatures`
+    (the Python pickler: the C one looks the class up by importing its module)."""
+
+    def save_global(self, obj, name=None):
+        if obj is _OriginalFeatures:
+            self.write(pickle.GLOBAL + _ORIGINAL_CLASS)
+            self.memoize(obj)
+            return
+        super().save_global(obj, name)
+
+
+def save_features(path, features):
+    """Writes `features` (InputFeatures or FeatureRecords) to `path` as the original's
+    --predict_feature_left_file: a pickle of a list of `albert.squad_utils.InputFeatures`
+    objects with the original's attributes, so the original reads ours and `load_features`
+    reads both. Written whole (`files.write_atomic`)."""
+    stand_ins = []
+    for feature in features:
+        stand_in = _OriginalFeatures()
+        stand_in.__dict__.update((name, getattr(feature, name)) for name in FEATURE_ATTRIBUTES)
+        stand_ins.append(stand_in)
+    buffer = io.BytesIO()
+    _OriginalClassPickler(buffer, protocol=4).dump(stand_ins)
+    files.write_atomic(path, buffer.getvalue())
+
+
+class _FeatureUnpickler(pickle.Unpickler):
+    """Loads only the original's InputFeatures class (as FeatureRecord): the file is data, not
+    code."""
+
+    def find_class(self, module, name):
+        if name == "InputFeatures" and module.rsplit(".", 1)[-1] == "squad_utils":
+            return FeatureRecord
+        raise pickle.UnpicklingError(f"it holds {module}.{name}, not squad_utils' features")
+
+
+def load_features(path):
+    """The features of a --predict_feature_left_file (ours or the original's): list of
+    FeatureRecord. Raises SquadDataError naming the file when it is not one."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") if "://" not in path else files.tf_gfile().GFile(path, "rb") as f:
+            features = _FeatureUnpickler(f).load()
+    except FileNotFoundError:
+        raise SquadDataError(f"{path}: no such file") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError) as e:
+        raise SquadDataError(f"{path}: not a file of SQuAD features ({e})") from None
+    if not isinstance(features, list) or not all(
+            isinstance(f, FeatureRecord) and all(hasattr(f, a) for a in FEATURE_ATTRIBUTES)
+            for f in features):
+        raise SquadDataError(f"{path}: not a list of SQuAD features with the original's "
+                             "attributes")
+    return features
