@@ -24,7 +24,14 @@ Public API (what run_squad_v1 and run_squad_v2 use):
   FeatureWriter(filename, is_training): `process_feature(feature)`, `close()`, `abort()`,
       `num_features`, a context manager; the original's records, written whole.
   record_feature_spec(max_seq_length, is_training, is_v2): the original reader's parsing spec.
+  save_features(path, features) / load_features(path): --predict_feature_left_file, a pickle
+      of the original's `albert.squad_utils.InputFeatures` objects (FEATURE_ATTRIBUTES), so
+      the original reads ours; `load_features` reads ours and the original's (only that class
+      is unpickled) as `FeatureRecord`s.
   align_paragraph(paragraph_text, pieces, do_lower_case): the character alignment alone.
+The run around them (feature files reused or written, the prediction loop over checkpoints,
+model.ckpt-best, eval_results.txt) is `bert_tf.albert.squad_task`'s (`train_records`,
+`predict_features`, `evaluate_checkpoints` with a version's `get_result`).
 
 Reading: `{"data": [{"paragraphs": [{"context", "qas": [{"id", "question", "answers",
 "is_impossible"}]}]}]}`. A training example keeps the answer's first character
@@ -306,14 +313,17 @@ def _banded_lcs(orig_codes, tok_codes, max_dist):
                                -2) == orig_codes[:, None])
     # values[i + 1, k]: cell (i, i - max_dist + k); row 0 and column `width` read as 0.
     values = np.zeros((n + 1, width + 1), np.int64)
-    ends = np.clip(m - (np.arange(n) - max_dist), 0, width)  # columns k < ends[i] exist
+    ends = np.clip(m - (np.arange(n) - max_dist), 0, width).tolist()  # columns k < end exist
+    gain = match.astype(np.int64)
+    best = np.empty(width, np.int64)
     for i in range(n):
-        above = values[i]
-        diagonal = above[:width] + 1
-        up = above[1:]
         end = ends[i]
         if end:
-            best = np.where(match[i] & (diagonal > up), diagonal, up)
+            above = values[i]
+            # max(above, diagonal + 1 where the characters match): all values are >= 0.
+            np.add(above[:width], 1, out=best)
+            np.multiply(best, gain[i], out=best)
+            np.maximum(best, above[1:], out=best)
             np.maximum.accumulate(best[:end], out=values[i + 1, :end])
     up = values[:n, 1:]
     diagonal = values[:n, :width] + 1
@@ -788,18 +798,6 @@ class _OriginalFeatures:
     """Stands for the original's class while pickling (see `save_features`)."""
 
 
-class _OriginalClassPickler(pickle._Pickler):  # pylint: disable=protected-access
-    """Pickles `_OriginalFeatures` objects as the original's `albert.squad_utils.InputFeatures`
-    (the Python pickler: the C one looks the class up by importing its module)."""
-
-    def save_global(self, obj, name=None):
-        if obj is _OriginalFeatures:
-            self.write(pickle.GLOBAL + _ORIGINAL_CLASS)
-            self.memoize(obj)
-            return
-        super().save_global(obj, name)
-
-
 def save_features(path, features):
     """Writes `features` (InputFeatures or FeatureRecords) to `path` as the original's
     --predict_feature_left_file: a pickle of a list of `albert.squad_utils.InputFeatures`
@@ -810,9 +808,16 @@ def save_features(path, features):
         stand_in = _OriginalFeatures()
         stand_in.__dict__.update((name, getattr(feature, name)) for name in FEATURE_ATTRIBUTES)
         stand_ins.append(stand_in)
-    buffer = io.BytesIO()
-    _OriginalClassPickler(buffer, protocol=4).dump(stand_ins)
-    files.write_atomic(path, buffer.getvalue())
+    # Protocol 2 names a class once, by a GLOBAL opcode before the first object's state (later
+    # objects refer to it by memo): that name becomes the original's class.
+    data = pickle.dumps(stand_ins, protocol=2)
+    ours = b"c" + f"{__name__}\n{_OriginalFeatures.__qualname__}\n".encode()
+    at = data.find(ours)
+    if stand_ins:
+        if not 0 <= at < 16:
+            raise AssertionError(f"unexpected pickle layout ({at})")
+        data = data[:at] + b"c" + _ORIGINAL_CLASS + data[at + len(ours):]
+    files.write_atomic(path, data)
 
 
 class _FeatureUnpickler(pickle.Unpickler):
