@@ -170,3 +170,19 @@ def test_command_help_lists_the_originals_flags(tmp_path):
                  "max_query_length", "n_best_size", "max_answer_length", "use_einsum",
                  "export_dir", "do_lower_case", "keep_checkpoint_max"):
         assert f"{flag}:" in proc.stdout, flag
+
+
+def test_a_checkpoint_without_the_head_is_refused(tmp_path):
+    """A checkpoint of output_dir that lacks the SQuAD head (another task's) is named, not
+    scored with a random head."""
+    import shutil
+
+    out = tmp_path / "out"
+    out.mkdir()
+    model_dir = DATA.parent / "albert_model" / "grouped"
+    albert = AlbertConfig.from_json_file(model_dir / "albert_config.json")
+    for name in ("model.ckpt.index", "model.ckpt.data-00000-of-00001"):
+        shutil.copy(model_dir / name, out / name.replace("model.ckpt", "model.ckpt-5"))
+    with pytest.raises(AlbertSquadError, match="model.ckpt-5 has no cls/squad/output_weights, cls/squad/output_bias: not"):
+        run_v1(albert, options(out, max_seq_length=16, max_query_length=4, doc_stride=4),
+               do_predict=True)

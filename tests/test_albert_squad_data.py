@@ -106,25 +106,18 @@ def test_fixture_covers_its_cases(tokenizers):
     assert "▁" in encode_pieces(sp, preprocess_text(make_expected.DIGITS, lower=True))
 
 
-def test_retry_doubles_the_band(tokenizers, monkeypatch):
-    """RETRY aligns only on the wider band: its first band matches at most 0.8 n."""
+def test_retry_doubles_the_band(tokenizers):
+    """RETRY aligns only on the wider band; LONG on the first; FAILS on neither."""
     sp = tokenizers[True].sp_model
-    context = make_expected.RETRY
-    pieces = encode_pieces(sp, preprocess_text(context, lower=True))
-    bands = []
-    lcs = squad_data._banded_lcs  # pylint: disable=protected-access
-
-    def recording(orig_codes, tok_codes, max_dist):
-        score, moves = lcs(orig_codes, tok_codes, max_dist)
-        bands.append((max_dist, score))
-        return score, moves
-
-    monkeypatch.setattr(squad_data, "_banded_lcs", recording)
-    _, kept = squad_data.align_paragraph(context, pieces, True)
-    n, m = len(context), len("".join(pieces))
-    assert kept
-    assert [d for d, _ in bands] == [abs(n - m) + 5, 2 * (abs(n - m) + 5)]
-    assert bands[0][1] <= 0.8 * n < bands[1][1]
+    for context, retried, kept in ((make_expected.RETRY, True, True),
+                                   (make_expected.LONG, False, True),
+                                   (make_expected.FAILS, True, False)):
+        pieces = encode_pieces(sp, preprocess_text(context, lower=True))
+        alignment, was_kept = squad_data.align_paragraph(context, pieces, True)
+        n, m = len(context), len("".join(pieces))
+        assert (alignment.retried, was_kept) == (retried, kept)
+        assert alignment.max_dist == (abs(n - m) + 5) * (2 if retried else 1)
+        assert (alignment.score > 0.8 * n) == kept
 
 
 def test_convert_index():

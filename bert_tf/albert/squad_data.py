@@ -81,7 +81,6 @@ This module does not import TensorFlow (only `record_feature_spec` does).
 """
 
 import dataclasses
-import io
 import json
 import os
 import pickle
@@ -268,11 +267,15 @@ class Alignment:
       chartok_to_orig_index: list (m) of the paragraph character matched to each piece-text
         character, or None. (The piece text is the pieces joined, "▁" read as a space.)
       score: the number of matched characters (the LCS length).
+      max_dist: the band of the pass that made it (|n - m| + 5, doubled on the retry).
+      retried: whether the first band matched at most 0.8 n characters.
     """
 
     orig_to_chartok_index: list
     chartok_to_orig_index: list
     score: int
+    max_dist: int
+    retried: bool
 
 
 def _normalized_codes(text, do_lower_case):
@@ -356,7 +359,8 @@ def align_paragraph(paragraph_text, pieces, do_lower_case):
     tok_codes = np.array([ord(c) for c in piece_text], np.int64)
     max_dist = abs(n - m) + 5
     score, moves = _banded_lcs(orig_codes, tok_codes, max_dist)
-    if not score > MIN_MATCHED_SHARE * n:
+    retried = not score > MIN_MATCHED_SHARE * n
+    if retried:
         max_dist *= 2  # once more on a band twice as wide, as the original
         score, moves = _banded_lcs(orig_codes, tok_codes, max_dist)
     orig_to_chartok = [None] * n
@@ -377,7 +381,7 @@ def align_paragraph(paragraph_text, pieces, do_lower_case):
         else:
             break
     kept = score >= MIN_MATCHED_SHARE * n and any(v is not None for v in orig_to_chartok)
-    return Alignment(orig_to_chartok, chartok_to_orig, score), kept
+    return Alignment(orig_to_chartok, chartok_to_orig, score, max_dist, retried), kept
 
 
 def convert_index(index, pos, m=None, is_start=True):

@@ -421,7 +421,11 @@ def v1_result(trainer, options, examples, features, records, dataset):
 
     def get_result(prefix):
         if prefix is not None:
-            checkpoints.load_original_checkpoint(trainer.model, prefix)
+            report = checkpoints.load_original_checkpoint(trainer.model, prefix)
+            if report.not_in_checkpoint:
+                raise AlbertSquadError(
+                    f"{prefix} has no {', '.join(report.not_in_checkpoint)}: not a checkpoint "
+                    "of this SQuAD model (another task's output_dir?)")
             step = checkpoint_step(prefix)
         else:
             step = checkpoint_step(options.init_checkpoint) if options.init_checkpoint else 0
@@ -492,6 +496,12 @@ def run_v1(config, options, strategy=None, do_train=False, do_predict=False,
 
         def init_result():
             trainer.restore_weights()
+            if options.init_checkpoint and not tf.train.load_checkpoint(
+                    checkpoints.resolve_checkpoint_path(options.init_checkpoint)).has_tensor(
+                        "cls/squad/output_weights"):
+                logging.warning("--init_checkpoint %s has no SQuAD head (cls/squad/...): the "
+                                "predictions are those of a randomly initialized head",
+                                options.init_checkpoint)
             return get_result(None)
 
         out["eval_results"] = evaluate_checkpoints(
