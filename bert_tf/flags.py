@@ -170,8 +170,9 @@ def hold_output_dir(FLAGS, strategy):  # noqa: N803
         FLAGS.output_dir, is_chief=bool(FLAGS.do_train) and worker_info(strategy)[2])
 
 
-def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
-    """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config and the
+def run_fine_tuning(script, options_class, run, task_errors=(), read_config=None, **fields):
+    """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config (or
+    `read_config()`'s, for a command whose flag is another, e.g. --albert_config_file) and the
     strategy from the flags, `options_class(**fields, **trainer flags)`, then
     `run(config, options, strategy, do_train=..., ...)` (only the do_* flags the script
     defines). Errors a user can fix (these and `task_errors`) print as one line
@@ -192,7 +193,8 @@ def run_fine_tuning(script, options_class, run, task_errors=(), **fields):
     do = {name: FLAGS[name].value for name in ("do_train", "do_eval", "do_predict")
           if name in FLAGS}
     try:
-        config = families.read_config(FLAGS.bert_config_file)
+        config = (read_config() if read_config is not None
+                  else families.read_config(FLAGS.bert_config_file))
         strategy = strategy_from_flags(FLAGS)
         with hold_output_dir(FLAGS, strategy):
             options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))

@@ -51,6 +51,8 @@ HELP = {
                                r"\[no\]init_from_group0", "masked_lm_budget", "optimizer",
                                "keep_checkpoint_max"),
     "albert.export_checkpoints": ("albert_directory", "checkpoint_name", "export_path"),
+    "albert.run_squad_v1": ("albert_config_file", "spm_model_file", "predict_feature_left_file",
+                            "n_best_size", "keep_checkpoint_max"),
 }
 
 
