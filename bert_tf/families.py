@@ -45,7 +45,8 @@ class Family:
       encoder: the encoder class, `encoder(config, name=...)`: a keras.Model taking a dict of
         int `input_ids`, `input_mask`, `segment_ids` [B, S] and returning `sequence_output`
         [B, S, H], `pooled_output` [B, H] (and the other outputs of `BertModel`); with
-        `checkpoint_variables()` and `embedding_table`.
+        `checkpoint_variables()`, `embedding_table` and `gathered_tables` (the tables the
+        original looks up with `tf.nn.embedding_lookup`, whose gradient it clips by rows).
       tokenizer: `tokenizer(vocab_file, do_lower_case, **kwargs)`, the host tokenizer; its
         `special_tokens` (a `SpecialTokens`) name the family's special tokens. One whose
         pieces mark word starts may also give `tokenize_with_offsets(text)` -> (pieces, the

@@ -44,6 +44,15 @@ def test_variable_names_and_shapes_are_the_originals(case):
     assert ours == original
 
 
+def test_gathered_tables_are_the_word_and_token_type_embeddings():
+    """The original looks both up with tf.nn.embedding_lookup off TPU, so fine-tuning clips
+    both gradients by rows (the trainer's default row_norm_variables)."""
+    model = AlbertModel(config_of("grouped"))
+    names = {id(v): n for n, v in model.checkpoint_variables().items()}
+    assert [names[id(t)] for t in model.gathered_tables] == [
+        "bert/embeddings/word_embeddings", "bert/embeddings/token_type_embeddings"]
+
+
 def test_the_registry_builds_albert_from_a_google_config_file():
     """Google's albert_config.json has no model_type: the registry knows it by its keys."""
     config = families.read_config(DATA / "grouped" / "albert_config.json")

@@ -121,3 +121,11 @@ def test_electra_variant():
     model = ElectraModel(BertConfig.from_dict(tiny_config_dict(model_type="electra")))
     assert model.embeddings_project is None
     assert len(model.weights) == 5 + 16 * 2
+
+
+def test_gathered_tables_are_the_word_embeddings():
+    """Fine-tuning clips the word embeddings' gradient by rows (the original's
+    tf.nn.embedding_lookup); token types go through a one-hot matmul."""
+    model = BertModel(tiny_config_dict())
+    names = {id(v): n for n, v in model.checkpoint_variables().items()}
+    assert [names[id(t)] for t in model.gathered_tables] == ["bert/embeddings/word_embeddings"]

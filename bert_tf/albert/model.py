@@ -120,6 +120,12 @@ class AlbertModel(BertModel):
     scope = "bert"
     has_pooler = True
 
+    @property
+    def gathered_tables(self):
+        """The word and the token-type embeddings: the original's `embedding_postprocessor`
+        looks token types up with `tf.nn.embedding_lookup` too (BERT's: a one-hot matmul)."""
+        return (self.embeddings.word_embeddings, self.embeddings.token_type_embeddings)
+
     def _embeddings_project(self, config):
         return None  # ALBERT's mapping is the transformer's first layer
 

@@ -112,6 +112,14 @@ class BertModel(keras.Model):
         """The word embeddings [V, E] (float32), shared with the masked-LM output layer."""
         return self.embeddings.word_embeddings
 
+    @property
+    def gathered_tables(self):
+        """The embedding tables the original looks up with `tf.nn.embedding_lookup` in
+        fine-tuning (off TPU), so that their gradient is an IndexedSlices clipped by its rows
+        (`Task.row_norm_variables`): BERT's word embeddings; its token types go through a
+        one-hot matmul."""
+        return (self.embeddings.word_embeddings,)
+
     def call(self, inputs, training=False):
         check_inputs(inputs, ENCODER_INPUTS, type(self).__name__)
         embedding_output = self.embeddings(

@@ -30,10 +30,11 @@ class Task:
       row_norm_variables: variables whose gradient the original clips as IndexedSlices: its
         part of the global norm is the sum of its squared rows, one row per token occurrence
         (TF1's clip_by_global_norm of an IndexedSlices), not the norm of the summed gradient.
-        The original gathers only the word embeddings (token types go through a one-hot
-        matmul); pretraining has none, since its tied masked-LM output adds a dense part and
-        TF1 then sums the whole gradient into a dense tensor before clipping. None (the
-        default, the fine-tuning tasks'): the word embeddings of the model's encoder.
+        BERT's original gathers only the word embeddings (token types go through a one-hot
+        matmul), ALBERT's both; BERT's pretraining has none, since its tied masked-LM output
+        adds a dense part and TF1 then sums the whole gradient into a dense tensor before
+        clipping. None (the default, the fine-tuning tasks'): the tables the model's encoder
+        declares gathered (`gathered_tables`).
       sequence_keys: the features whose axis 1 is the sequence ([B, max_seq_length, ...]).
         With dynamic padding (`bert_tf.training.padding`) the input pipeline cuts them to the
         batch's longest `input_mask`, rounded up; the other features pass unchanged.

@@ -219,8 +219,9 @@ class Trainer:
             self.train_variables = [table[name] for name in self.variable_names]
             self.row_norm_variables = task.row_norm_variables
             if self.row_norm_variables is None:
+                gathered = self.model.bert.gathered_tables
                 self.row_norm_variables = tuple(
-                    name for name, var in table.items() if var is self.model.bert.embedding_table)
+                    name for name, var in table.items() if any(var is t for t in gathered))
             multipliers = layerwise_lr_multipliers(
                 self.variable_names, config.num_hidden_layers, options.layerwise_lr_decay)
             if multipliers:
