@@ -307,3 +307,43 @@ def test_albert_checkpoint_and_sentencepiece_model(tmp_path):
     full = [list(map(float, line.split("\t"))) for line in read_lines(padded["test_results"])]
     assert len(cut) == len(test_rows)
     np.testing.assert_allclose(cut, full, rtol=0, atol=1e-6)
+
+
+def test_albert_fine_tuning_clips_word_and_token_type_gradients_by_rows(tmp_path):
+    """As the original's fine-tuning (tf.nn.embedding_lookup for both tables off TPU), the
+    trainer counts ALBERT's word and token-type embedding gradients row by row in the global
+    norm: one row per token occurrence, more than the norm of the summed gradient when rows
+    repeat (every [CLS], every segment-0 token)."""
+    import tensorflow as tf
+
+    from albert_fixtures import write_checkpoint
+
+    from bert_tf import families
+    from bert_tf.tasks.classification import ClassificationTask
+    from bert_tf.training.trainer import Trainer, TrainerOptions
+
+    config_file, _ = write_checkpoint(tmp_path / "albert_base")
+    trainer = Trainer(families.read_config(config_file),
+                      ClassificationTask("custom", ["a", "b"], 8, dropout_rate=0.0),
+                      TrainerOptions(output_dir=str(tmp_path / "out")))
+    tables = ("bert/embeddings/word_embeddings", "bert/embeddings/token_type_embeddings")
+    assert trainer.row_norm_variables == tables
+    features = {"input_ids": tf.constant([[2, 5, 6, 3, 0, 0], [2, 7, 3, 7, 9, 3]]),
+                "input_mask": tf.constant([[1, 1, 1, 1, 0, 0], [1] * 6]),
+                "segment_ids": tf.constant([[0] * 6, [0, 0, 0, 1, 1, 1]]),
+                "label_ids": tf.constant([0, 1]), "is_real_example": tf.constant([1, 1])}
+    _, grads, rows_squared = trainer._micro_batch_gradients_and_sparse_norm(
+        features, tf.constant([2.0]))
+    sparse = dict(zip(trainer.variable_names, trainer._sparse_gradients))
+    assert [name for name, flag in sparse.items() if flag] == list(tables)
+    # The same loss by hand: the tables' gradients as IndexedSlices, a row per occurrence.
+    variables = [trainer.train_variables[trainer.variable_names.index(n)] for n in tables]
+    with tf.GradientTape() as tape:
+        outputs = trainer.model(features, training=True)
+        loss = trainer.task.compute_loss(outputs, features, tf.constant([2.0]))["total_loss"]
+    by_rows = tape.gradient(loss, variables)
+    assert all(isinstance(g, tf.IndexedSlices) for g in by_rows)
+    expected = sum(float(tf.reduce_sum(tf.square(g.values))) for g in by_rows)
+    assert float(rows_squared) == pytest.approx(expected, rel=1e-5)
+    summed = [g for name, g in zip(trainer.variable_names, grads) if name in tables]
+    assert expected > sum(float(tf.reduce_sum(tf.square(g))) for g in summed) * (1 + 1e-3)
