@@ -445,7 +445,8 @@ def test_sentencepiece_label_on_each_words_first_piece():
     from bert_tf.albert.tokenization import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(SPM_MODEL, do_lower_case=True)
-    words = ["Müller", "paid", "1,000", "euros", "in", "Zürich", "(1895-1943).", "re\u0301sume\u0301"]
+    words = ["Müller", "paid", "1,000", "euros", "in", "Zürich", "(1895-1943).",
+             "re\u0301sume\u0301"]
     tags = list(range(1, len(words) + 1))
     windows = conll.sentence_windows(words, tags, tokenizer, 12, 4)
     assert len(windows) > 2
