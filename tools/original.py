@@ -3,9 +3,10 @@ bert_tf with the original.
 
 The original is TF1 code (`import tensorflow as tf`, then `tf.gfile`, `tf.layers.dense`,
 `tf.contrib.layers.layer_norm`, ...). Its modules run on TensorFlow 2 when, while they are
-imported, `tensorflow` resolves to `tf.compat.v1` completed with the two TF1 functions that
-Keras 3 and the removal of `tf.contrib` took away (`tf.layers.dense`, `tf.contrib.layers.layer_norm`),
-written here with the TF1 variable names and arithmetic. Its files are not modified.
+imported, `tensorflow` resolves to `tf.compat.v1` completed with the TF1 functions that
+Keras 3 and the removal of `tf.contrib` took away (`tf.layers.dense`, `tf.layers.dropout`,
+`tf.contrib.layers.layer_norm`), written here with the TF1 variable names and arithmetic.
+Its files are not modified.
 """
 
 import importlib.util
@@ -19,12 +20,19 @@ def _tf1_module():
 
     v1 = tf.compat.v1
 
-    def dense(inputs, units, activation=None, name=None, kernel_initializer=None):
+    def dense(inputs, units, activation=None, name=None, kernel_initializer=None, use_bias=True):
         with v1.variable_scope(name, default_name="dense"):
             kernel = v1.get_variable("kernel", [inputs.shape[-1], units], initializer=kernel_initializer)
-            bias = v1.get_variable("bias", [units], initializer=v1.zeros_initializer())
-            outputs = tf.matmul(inputs, kernel) + bias
+            if inputs.shape.rank > 2:  # as TF1's Dense: a tensordot over the last axis
+                outputs = tf.tensordot(inputs, kernel, [[inputs.shape.rank - 1], [0]])
+            else:
+                outputs = tf.matmul(inputs, kernel)
+            if use_bias:
+                outputs += v1.get_variable("bias", [units], initializer=v1.zeros_initializer())
             return activation(outputs) if activation is not None else outputs
+
+    def dropout(inputs, rate=0.5, training=False):
+        return v1.nn.dropout(inputs, rate=rate) if training and rate else inputs
 
     def layer_norm(inputs, begin_norm_axis=-1, begin_params_axis=-1, scope=None):
         with v1.variable_scope(scope, default_name="LayerNorm"):
@@ -36,7 +44,7 @@ def _tf1_module():
 
     module = types.ModuleType("tensorflow")
     module.__dict__.update(v1.__dict__)
-    module.layers = types.SimpleNamespace(dense=dense)
+    module.layers = types.SimpleNamespace(dense=dense, dropout=dropout)
     module.contrib = types.SimpleNamespace(layers=types.SimpleNamespace(layer_norm=layer_norm))
     return module
 

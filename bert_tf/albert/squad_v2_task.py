@@ -1,0 +1,597 @@
+"""SQuAD 2.0 as google-research/albert's run_squad_v2.py does it, as a task of the trainer.
+
+`SquadV2Model`: the encoder of the config's family with `bert_tf.albert.heads.SquadV2Head` (the
+original's XLNet-style start / end / answer-class head). `SquadV2Task` gives the trainer that
+model, the records of the original's FeatureWriter (`bert_tf.albert.squad_data`, with `p_mask`,
+and `is_impossible` for training) and its loss (`squad_utils.v2_model_fn_builder`):
+
+    total = (start + end) / 2 + 0.5 * mean(sigmoid cross-entropy(cls_logits, is_impossible))
+
+start and end being the mean over the batch of -log_softmax(masked logits)[gold position], the
+end logits conditioned on the gold start.
+
+`run` is what `python -m bert_tf.albert.run_squad_v2` does (see that module for the flags and
+where we differ from the original).
+"""
+
+import dataclasses
+import json
+import os
+import random
+import re
+import types
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import checkpoints, families, files
+from bert_tf.albert import squad_data
+from bert_tf.albert.heads import SquadV2Head
+from bert_tf.albert.tokenization import AlbertTokenizer
+from bert_tf.checkpoints import CheckpointError
+from bert_tf.evaluation import squad_beam_predictions, squad_eval
+from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
+from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.training.task import Task
+from bert_tf.training.trainer import Trainer, TrainingError
+
+# The records' features with a sequence axis.
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
+# What a prediction gives per window (the original's PREDICT spec).
+PREDICTION_KEYS = ("unique_ids", "start_top_log_probs", "start_top_index", "end_top_log_probs",
+                   "end_top_index", "cls_logits")
+
+
+class SquadV2Model(keras.Model):
+    """The encoder (`self.bert`, of the config's family) and `SquadV2Head` (`self.head`).
+
+    Call with a dict of int tensors `input_ids`, `input_mask`, `segment_ids`, `p_mask` [B, S]
+    and, when `training`, `start_positions` [B] (the end logits are then conditioned on them,
+    as the original's is_training graph). Returns the encoder's outputs updated with the
+    head's (see `SquadV2Head.call`).
+
+    Args:
+      config: the model config (an `AlbertConfig`; any family's works).
+      start_n_top, end_n_top: the inference beam (the original's flags, default 5 and 5).
+      dropout_prob: the dropout of the answer-class layer in training (the original's
+        `--dropout_prob`, default 0.1; the encoder's are the config's).
+    """
+
+    def __init__(self, config, start_n_top=5, end_n_top=5, dropout_prob=0.1, **kwargs):
+        if isinstance(config, dict):
+            config = families.config_from_dict(config)
+        kwargs.setdefault("name", "albert_squad_v2")
+        super().__init__(**kwargs)
+        self.config = config
+        self.bert = families.build_encoder(config, name="bert")
+        self.head = SquadV2Head(
+            config.hidden_size, config.initializer_range, start_n_top=start_n_top,
+            end_n_top=end_n_top, dropout_rate=dropout_prob,
+            layer_norm_eps=getattr(config, "layer_norm_eps", 1e-12), name="squad_v2")
+        self.build()
+
+    def build(self, input_shape=None):
+        self.head.build()
+        self.built = True
+
+    def call(self, inputs, training=False):
+        names = ENCODER_INPUTS + ("p_mask",) + (("start_positions",) if training else ())
+        check_inputs(inputs, names, type(self).__name__)
+        outputs = dict(self.bert(inputs, training=training))
+        outputs.update(self.head(
+            outputs["sequence_output"], inputs["p_mask"],
+            inputs["start_positions"] if training else None, training=training))
+        return outputs
+
+    def checkpoint_variables(self):
+        """{original name: variable}: the encoder's, then the head's (top level)."""
+        return {**self.bert.checkpoint_variables(), **self.head.checkpoint_variables()}
+
+    def required_checkpoint_scopes(self):
+        """The encoder's: a pretrained checkpoint has no head."""
+        return self.bert.required_checkpoint_scopes()
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "start_n_top": self.head.start_n_top,
+                "end_n_top": self.head.end_n_top, "dropout_prob": self.head.dropout_rate,
+                "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _position_loss(log_probs, positions):
+    """float32 [B]: -log_probs[b, positions[b]]."""
+    positions = tf.cast(tf.reshape(positions, [-1, 1]), tf.int32)
+    return -tf.gather(log_probs, positions, batch_dims=1)[:, 0]
+
+
+class SquadV2Task(Task):
+    """The original run_squad_v2's model, records and loss (see the module docstring).
+
+    Args:
+      max_seq_length: the records' sequence length.
+      start_n_top, end_n_top, dropout_prob: as `SquadV2Model`.
+    """
+
+    name = "albert_squad_v2"
+    step_keys = ("total_loss", "start_loss", "end_loss", "cls_loss")
+    log_names = ("loss", "start", "end", "cls")
+    # The head reads the sequence output only: the pooler gets no gradient, hence (as in the
+    # original) no update and no Adam slots.
+    unused_variable_prefixes = ("bert/pooler/",)
+    # The original looks both tables up with tf.nn.embedding_lookup (use_one_hot_embeddings is
+    # False off TPU): both gradients are IndexedSlices, whose part of the clipped global norm is
+    # the sum of their squared rows.
+    row_norm_variables = ("bert/embeddings/word_embeddings",
+                          "bert/embeddings/token_type_embeddings")
+    sequence_keys = SEQUENCE_FEATURES
+    position_keys = ("start_positions", "end_positions")
+    # Positions past a window's input_mask have p_mask 1: their logits are -1e30, their
+    # softmax weight exactly 0, in the loss as in the answer class's start-weighted feature;
+    # a cut batch computes the same loss and outputs.
+    cut_training_batches = True
+
+    def __init__(self, max_seq_length, start_n_top=5, end_n_top=5, dropout_prob=0.1):
+        self.max_seq_length = max_seq_length
+        self.start_n_top = start_n_top
+        self.end_n_top = end_n_top
+        self.dropout_prob = dropout_prob
+
+    def build_model(self, config):
+        return SquadV2Model(config, self.start_n_top, self.end_n_top, self.dropout_prob)
+
+    def feature_spec(self, is_training):
+        """The original's v2 records (`squad_data.record_feature_spec`): unique_ids,
+        input_ids, input_mask, segment_ids, p_mask and, for training, start_positions,
+        end_positions, is_impossible."""
+        return squad_data.record_feature_spec(self.max_seq_length, is_training, is_v2=True)
+
+    def compute_loss(self, outputs, features, normalizers):
+        batch = normalizers[0]
+        start = tf.reduce_sum(_position_loss(outputs["start_log_probs"],
+                                             features["start_positions"])) / batch
+        end = tf.reduce_sum(_position_loss(outputs["end_log_probs"],
+                                           features["end_positions"])) / batch
+        labels = tf.cast(tf.reshape(features["is_impossible"], [-1]), tf.float32)
+        cls = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(
+            labels=labels, logits=outputs["cls_logits"])) / batch
+        # The original halves the answer-class loss "so that the scale is comparable to
+        # start_loss and end_loss".
+        total = (start + end) * 0.5 + cls * 0.5
+        return {"total_loss": total, "start_loss": start, "end_loss": end, "cls_loss": cls}
+
+    def predict_outputs(self, outputs, features):
+        values = {key: outputs[key] for key in PREDICTION_KEYS[1:]}
+        values["unique_ids"] = features["unique_ids"]
+        return values
+
+
+# -- run_squad_v2 ------------------------------------------------------------------------
+
+class SquadV2Error(TrainingError):
+    """Flags or files that do not make a valid run_squad_v2 run; the message says which."""
+
+
+# The evaluated checkpoint with the best F1 is copied to this name, as the original's loop does.
+BEST_NAME = "model.ckpt-best"
+BEST_KEY = "f1"
+# The files of a checkpoint the original's loop copies and removes, in its order (the trainer
+# writes no .meta: that one is copied when present).
+_CHECKPOINT_FILES = ("meta", "data-00000-of-00001", "index")
+_CHECKPOINT_INDEX = re.compile(r"^model\.ckpt-(\d+)\.index$")
+# The first line of a --predict_feature_left_file bert_tf writes (JSON lines of the features
+# post-processing reads; the original pickles its InputFeatures objects).
+_LEFT_FILE_HEADER = {"bert_tf": "albert run_squad_v2 predict features", "version": 1}
+
+
+@dataclasses.dataclass(kw_only=True)
+class SquadV2Options(FineTuningOptions):
+    """run_squad_v2.py's flags (the original's names and defaults) and the trainer's."""
+
+    spm_model_file: str
+    vocab_file: str | None = None
+    train_file: str | None = None
+    predict_file: str | None = None
+    train_feature_file: str | None = None
+    predict_feature_file: str | None = None
+    predict_feature_left_file: str | None = None
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    start_n_top: int = 5
+    end_n_top: int = 5
+    dropout_prob: float = 0.1
+
+    def problems(self, config):
+        problems = super().problems(config)
+        for name in ("start_n_top", "end_n_top"):
+            value = getattr(self, name)
+            if value <= 0:
+                problems.append(f"--{name} must be positive, got {value}")
+            elif value > self.max_seq_length:
+                problems.append(f"--{name}={value} is more than the --max_seq_length="
+                                f"{self.max_seq_length} positions a window has")
+            elif self.dynamic_padding and value > self.padding_width:
+                problems.append(
+                    f"--{name}={value} is more than the --padding_width={self.padding_width} "
+                    "positions of the shortest cut batch: raise --padding_width or use "
+                    "--nodynamic_padding")
+        if not 0 <= self.dropout_prob < 1:
+            problems.append(f"--dropout_prob must be in [0, 1), got {self.dropout_prob}")
+        return problems
+
+
+def _predict_dataset(path):
+    """The parsed predict file, whose answers choose the null threshold and the best
+    checkpoint: every question must have an `answers` list (empty: unanswerable)."""
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            dataset = json.load(f)
+    except (OSError, tf.errors.OpError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SquadV2Error(f"--predict_file={path}: cannot read SQuAD JSON "
+                           f"({str(e).splitlines()[0]})") from None
+    questions = [qa for entry in dataset.get("data", []) if isinstance(entry, dict)
+                 for paragraph in entry.get("paragraphs", []) if isinstance(paragraph, dict)
+                 for qa in paragraph.get("qas", []) if isinstance(qa, dict)]
+    without = [qa.get("id") for qa in questions if not isinstance(qa.get("answers"), list)]
+    if without:
+        raise SquadV2Error(
+            f"--predict_file={path}: question {without[0]!r} has no 'answers' list: "
+            "run_squad_v2 chooses the null threshold and the best checkpoint on the predict "
+            "file's answers (an empty list for an unanswerable question), as the original")
+    return dataset
+
+
+def validate_flags(config, options, do_train, do_predict):
+    """The original's `validate_flags_or_throw`, in its order, then what it lacks."""
+    if not do_train and not do_predict:
+        raise SquadV2Error("At least one of `do_train` or `do_predict` must be True.")
+    if do_train and not options.train_file:
+        raise SquadV2Error("If `do_train` is True, then `train_file` must be specified.")
+    if do_predict:
+        for name in ("predict_file", "predict_feature_file", "predict_feature_left_file"):
+            if not getattr(options, name):
+                raise SquadV2Error(
+                    f"If `do_predict` is True, then `{name}` must be specified.")
+    if options.max_seq_length > config.max_position_embeddings:
+        raise SquadV2Error(
+            f"Cannot use sequence length {options.max_seq_length} because the ALBERT model "
+            f"was only trained up to sequence length {config.max_position_embeddings}")
+    try:
+        squad_data.check_feature_settings(options.max_seq_length, options.doc_stride,
+                                          options.max_query_length)
+    except ValueError as e:
+        raise SquadV2Error(str(e)) from None
+    options.validate(config)
+
+
+def _read_examples(path, is_training, flag):
+    try:
+        return squad_data.read_squad_examples(path, is_training)
+    except squad_data.SquadDataError as e:
+        raise SquadV2Error(f"--{flag}: {e}") from None
+
+
+def run(config, options, strategy=None, do_train=False, do_predict=False, step_callback=None):
+    """What run_squad_v2.py does: its checks; training on --train_file's records; then each
+    checkpoint of output_dir scored on --predict_file (predictions.json, nbest_predictions.json,
+    null_odds.json, eval_results.txt), the best by F1 copied to model.ckpt-best, and the final
+    files written from it. Returns a dict: `checkpoint` (the last one trained), `predictions`
+    (path or None), `eval_results` (the final scores or None)."""
+    validate_flags(config, options, do_train, do_predict)
+    tf.io.gfile.makedirs(options.output_dir)
+    tokenizer = AlbertTokenizer(options.vocab_file, options.do_lower_case,
+                                spm_model_file=options.spm_model_file)
+    dataset = _predict_dataset(options.predict_file) if do_predict else None
+    num_train_steps = None
+    train_examples = None
+    if options.train_file:
+        train_examples = _read_examples(options.train_file, True, "train_file")
+        num_train_steps = int(len(train_examples) / options.train_batch_size
+                              * options.num_train_epochs)
+        if do_train:
+            options = options.with_training_steps(
+                len(train_examples), f"--train_file={options.train_file}", error=SquadV2Error)
+            # The original shuffles the examples once, with a fixed seed, before converting.
+            random.Random(12345).shuffle(train_examples)
+    task = SquadV2Task(options.max_seq_length, options.start_n_top, options.end_n_top,
+                       options.dropout_prob)
+    trainer = Trainer(config, task, options, strategy)
+    out = {"checkpoint": None, "predictions": None, "eval_results": None}
+    if do_train:
+        out["checkpoint"] = _train(trainer, options, train_examples, tokenizer, step_callback)
+    if do_predict:
+        out.update(_predict(trainer, options, tokenizer, dataset, num_train_steps))
+    return out
+
+
+def _convert(options, tokenizer, examples, is_training, output_fn):
+    try:
+        return squad_data.convert_examples_to_features(
+            examples, tokenizer, options.max_seq_length, options.doc_stride,
+            options.max_query_length, is_training, output_fn, options.do_lower_case)
+    except ValueError as e:
+        raise SquadV2Error(str(e)) from None
+
+
+def _train(trainer, options, examples, tokenizer, step_callback):
+    path = options.train_feature_file
+    if not path:
+        # The original reads --train_feature_file unchecked (and fails without one).
+        path = os.path.join(options.output_dir, "train.tf_record")
+        logging.info("No --train_feature_file: the training records go to %s", path)
+    if tf.io.gfile.exists(path):
+        logging.info("Reusing the training records of %s (--train_feature_file exists; delete "
+                     "it to rebuild it from --train_file)", path)
+    else:
+        with squad_data.FeatureWriter(path, is_training=True) as writer:
+            summary = _convert(options, tokenizer, examples, True, writer.process_feature)
+        logging.info("  Num split examples = %d", summary.num_features)
+    logging.info("***** Running training *****")
+    logging.info("  Num orig examples = %d", len(examples))
+    logging.info("  Batch size = %d", options.train_batch_size)
+    logging.info("  Num steps = %d", options.num_train_steps)
+    return trainer.train([path], step_callback=step_callback)
+
+
+def _write_left_file(path, features):
+    """The features post-processing reads, one JSON line each, after a header line."""
+    with files.atomic_open(path) as f:
+        f.write(json.dumps(_LEFT_FILE_HEADER) + "\n")
+        for feature in features:
+            f.write(json.dumps({
+                "unique_id": feature.unique_id, "example_index": feature.example_index,
+                "doc_span_index": feature.doc_span_index,
+                "tokens": list(feature.tokens[:feature.paragraph_len]),
+                "tok_start_to_orig_index": list(feature.tok_start_to_orig_index),
+                "tok_end_to_orig_index": list(feature.tok_end_to_orig_index),
+                "token_is_max_context": sorted(feature.token_is_max_context.items())},
+                ensure_ascii=False) + "\n")
+
+
+def _read_left_file(path):
+    def refuse(line, why):
+        return SquadV2Error(
+            f"--predict_feature_left_file={path}: line {line}: {why}; it is not a features "
+            "file of bert_tf's run_squad_v2 (the original's is a Python pickle, not read "
+            "here): delete it and --predict_feature_file to rebuild both from --predict_file")
+
+    features = []
+    with tf.io.gfile.GFile(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise refuse(number, f"not JSON ({e})") from None
+            if number == 1:
+                if value != _LEFT_FILE_HEADER:
+                    raise refuse(1, "no bert_tf header")
+                continue
+            try:
+                value["token_is_max_context"] = {int(k): bool(v) for k, v in
+                                                 value["token_is_max_context"]}
+                features.append(types.SimpleNamespace(**value))
+            except (KeyError, TypeError, ValueError) as e:
+                raise refuse(number, f"not a feature ({e})") from None
+    return features
+
+
+def _predict_features(options, examples, tokenizer):
+    """The predict windows: read from --predict_feature_left_file when it and
+    --predict_feature_file exist (the original's cache), else converted from the examples and
+    written to both."""
+    records, left = options.predict_feature_file, options.predict_feature_left_file
+    if tf.io.gfile.exists(records) and tf.io.gfile.exists(left):
+        logging.info("Loading eval features from %s", left)
+        return _read_left_file(left)
+    features = []
+
+    def keep(feature):
+        features.append(feature)
+        writer.process_feature(feature)
+
+    with squad_data.FeatureWriter(records, is_training=False) as writer:
+        _convert(options, tokenizer, examples, False, keep)
+    _write_left_file(left, features)
+    return features
+
+
+class _Predictor:
+    """Scores checkpoints on the predict file, as the original's `get_result`."""
+
+    def __init__(self, trainer, options, examples, features, dataset, sep_token):
+        self.trainer, self.options = trainer, options
+        self.examples, self.features, self.dataset = examples, features, dataset
+        self.sep_token = sep_token
+        self.paths = {name: os.path.join(options.output_dir, f"{name}.json")
+                      for name in ("predictions", "nbest_predictions", "null_odds")}
+        # The checkpoint whose predictions are on disk.
+        self.written = None
+
+    def load(self, prefix, flag=None):
+        """Loads checkpoint `prefix`; returns its global_step (0 when it has none)."""
+        try:
+            report = checkpoints.load_original_checkpoint(self.trainer.model, prefix)
+        except CheckpointError as e:
+            raise SquadV2Error(str(e)) from None
+        if report.not_in_checkpoint:
+            where = f"--{flag}={prefix}" if flag else f"checkpoint {prefix}"
+            raise SquadV2Error(
+                f"{where} has no SQuAD 2.0 head ({', '.join(report.not_in_checkpoint[:3])}"
+                f"{', ...' if len(report.not_in_checkpoint) > 3 else ''}): nothing to predict "
+                "with; fine-tune it first (--do_train)")
+        return int(report.global_step or 0)
+
+    def __call__(self, prefix, flag=None):
+        """(scores, global_step) of checkpoint `prefix`; writes the prediction files."""
+        global_step = self.load(prefix, flag)
+        logging.info("***** Running predictions ***** %s", prefix)
+        logging.info("  Num orig examples = %d", len(self.examples))
+        logging.info("  Num split examples = %d", len(self.features))
+        logging.info("  Batch size = %d", self.options.predict_batch_size)
+        results = []
+        for batch in self.trainer.predict([self.options.predict_feature_file],
+                                          self.options.predict_batch_size):
+            for i, unique_id in enumerate(batch["unique_ids"]):
+                if unique_id:  # 0: padding of the last batch
+                    results.append(squad_beam_predictions.RawResultV2(
+                        int(unique_id), *(batch[key][i] for key in PREDICTION_KEYS[1:])))
+        expected = {f.unique_id for f in self.features}
+        if {r.unique_id for r in results} != expected:
+            raise SquadV2Error(
+                f"--predict_feature_file={self.options.predict_feature_file} holds "
+                f"{len(results)} windows, --predict_feature_left_file="
+                f"{self.options.predict_feature_left_file} {len(expected)} other ones: delete "
+                "both to rebuild them from --predict_file")
+        result_dict, cls_dict = {}, {}
+        squad_beam_predictions.accumulate(
+            result_dict, cls_dict, self.examples, self.features, results,
+            self.options.start_n_top, self.options.end_n_top, self.options.max_answer_length,
+            self.sep_token)
+        try:
+            scores = squad_beam_predictions.evaluate(
+                result_dict, cls_dict, self.dataset, self.examples, self.features,
+                self.options.n_best_size, self.paths["predictions"],
+                self.paths["nbest_predictions"], self.paths["null_odds"])
+        except squad_eval.SquadEvalError as e:
+            raise SquadV2Error(f"--predict_file={self.options.predict_file}: {e}") from None
+        self.written = prefix
+        return scores, global_step
+
+
+def _checkpoint_steps(directory):
+    """{N: prefix} of the model.ckpt-N in `directory` (not model.ckpt-best)."""
+    steps = {}
+    for name in tf.io.gfile.listdir(directory):
+        match = _CHECKPOINT_INDEX.match(name)
+        if match:
+            steps[int(match.group(1))] = os.path.join(directory, name[:-len(".index")])
+    return steps
+
+
+def _newer_checkpoints(directory, step):
+    return [s for s in _checkpoint_steps(directory) if s > step]
+
+
+def _remove_checkpoint(prefix):
+    """The original's removal of an evaluated checkpoint: its files, and (ours) the input
+    position saved beside it."""
+    for ext in _CHECKPOINT_FILES:
+        if tf.io.gfile.exists(f"{prefix}.{ext}"):
+            logging.info("removing %s.%s", prefix, ext)
+    files.remove(f"{prefix}.meta")
+    checkpoints.delete_checkpoint(prefix)
+    for path in tf.io.gfile.glob(f"{prefix}.input-*"):
+        files.remove(path)
+
+
+def _copy_to_best(prefix):
+    """Copies checkpoint `prefix`'s files to model.ckpt-best.* (each whole); returns the
+    eval_results.txt lines of the original for them."""
+    best = os.path.join(os.path.dirname(prefix), BEST_NAME)
+    lines = []
+    for ext in _CHECKPOINT_FILES:
+        source, target = f"{prefix}.{ext}", f"{best}.{ext}"
+        if not tf.io.gfile.exists(source):
+            continue
+        logging.info("saving %s to %s", source, target)
+        with files.atomic_path(target) as temp:
+            tf.io.gfile.copy(source, temp, overwrite=True)
+        lines.append(f"saved {source} to {target}\n")
+    return lines
+
+
+def _result_lines(scores):
+    lines = []
+    for key in sorted(scores):
+        logging.info("  %s = %s", key, str(scores[key]))
+        lines.append(f"{key} = {scores[key]}\n")
+    return lines
+
+
+def evaluate_checkpoints(output_dir, score, num_train_steps, init_checkpoint=None):
+    """The original's prediction loop: the model.ckpt-best of an earlier run (if any), then
+    every model.ckpt-N newer than it, in order, scored by `score(prefix)` -> (scores, step);
+    a better F1 copies the checkpoint to model.ckpt-best; checkpoints with more than one (two,
+    once scored) newer ones are removed; the final scores are model.ckpt-best's. Writes
+    eval_results.txt as the original. Unlike the original, it does not wait for checkpoints
+    a training elsewhere has yet to write; without any checkpoint it predicts with
+    `init_checkpoint` (the original waits forever). Returns the final scores."""
+    eval_file = os.path.join(output_dir, "eval_results.txt")
+    best = os.path.join(output_dir, BEST_NAME)
+    lines = []
+    last = None  # (prefix, scores, step) of the latest `score` call: the files on disk
+
+    def scored(prefix):
+        nonlocal last
+        scores, step = score(prefix)
+        last = (prefix, scores, step)
+        return scores, step
+
+    best_source = None
+    if tf.io.gfile.exists(best + ".index"):
+        scores, global_step = scored(best)
+        best_perf, best_source = scores[BEST_KEY], best
+    else:
+        global_step, best_perf = -1, -1
+    for step, prefix in sorted(_checkpoint_steps(output_dir).items()):
+        if global_step >= step:
+            if len(_newer_checkpoints(output_dir, step)) > 1:
+                _remove_checkpoint(prefix)
+            continue
+        scores, global_step = scored(prefix)
+        logging.info("***** Eval results *****")
+        lines += _result_lines(scores)
+        if scores[BEST_KEY] > best_perf:
+            best_perf, best_source = scores[BEST_KEY], prefix
+            lines += _copy_to_best(prefix)
+        lines.append(f"best {BEST_KEY} = {best_perf}\n")
+        logging.info("  best %s = %s", BEST_KEY, best_perf)
+        if len(_newer_checkpoints(output_dir, global_step)) > 2:
+            _remove_checkpoint(prefix)
+        lines.append("=" * 50 + "\n")
+        files.write_atomic(eval_file, "".join(lines))
+    if num_train_steps is None:
+        logging.info("No --train_file: scored the checkpoints of %s (the original reads "
+                     "--train_file for the last step it waits for)", output_dir)
+    elif global_step < num_train_steps:
+        logging.info("global_step %d < num_train_steps %d: not waiting for the newer "
+                     "checkpoints a training elsewhere may write (the original waits)",
+                     global_step, num_train_steps)
+    if best_source is None:
+        if not init_checkpoint:
+            raise SquadV2Error(
+                f"--output_dir={output_dir} has no checkpoint (model.ckpt-N or {BEST_NAME}) "
+                "to predict with and there is no --init_checkpoint: train first (--do_train)")
+        logging.info("No checkpoint in %s: predicting with --init_checkpoint=%s", output_dir,
+                     init_checkpoint)
+        scores, global_step = score(init_checkpoint, flag="init_checkpoint")
+        lines += _result_lines(scores)
+        lines.append(f"predicted with --init_checkpoint={init_checkpoint}\n")
+        files.write_atomic(eval_file, "".join(lines))
+        return scores
+    if last is not None and last[0] in (best_source, best):
+        # model.ckpt-best holds the weights just scored: its files are on disk already.
+        _, scores, global_step = last
+    else:
+        scores, global_step = scored(best)
+    logging.info("***** Final Eval results *****")
+    lines += _result_lines(scores)
+    lines.append(f"best perf happened at step: {global_step}")
+    files.write_atomic(eval_file, "".join(lines))
+    return scores
+
+
+def _predict(trainer, options, tokenizer, dataset, num_train_steps):
+    examples = _read_examples(options.predict_file, False, "predict_file")
+    features = _predict_features(options, examples, tokenizer)
+    predictor = _Predictor(trainer, options, examples, features, dataset,
+                           tokenizer.special_tokens.sep)
+    scores = evaluate_checkpoints(options.output_dir, predictor, num_train_steps,
+                                  options.init_checkpoint)
+    return {"predictions": predictor.paths["predictions"], "eval_results": scores}
