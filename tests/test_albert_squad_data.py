@@ -6,6 +6,7 @@ import gzip
 import json
 import logging
 import os
+import pickle
 import random
 
 import pytest
@@ -264,3 +265,62 @@ def test_features_equal_original_live_on_random_paragraphs(tokenizers):
                 output_fn=features.append, do_lower_case=lower)
             outputs.append([make_expected.feature_record(f) for f in features])
         assert outputs[0] == outputs[1], trial
+
+
+# -- --predict_feature_left_file -------------------------------------------------------------
+class _RunsOnLoad:
+    """Pickles as a call of os.system(command)."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+def _reduce(module, name, argument):
+    """A protocol-0 pickle that calls module.name(argument) when loaded unrestricted."""
+    return f"c{module}\n{name}\n(S'{argument}'\ntR.".encode()
+
+
+@pytest.mark.parametrize("make, refused", [
+    (lambda marker: _reduce("os", "system", f"touch {marker}"), "os.system"),
+    (lambda marker: _reduce("posix", "system", f"touch {marker}"), "posix.system"),
+    (lambda marker: _reduce("builtins", "exec", f"open({str(marker)!r}, 'w')"), "builtins.exec"),
+    (lambda marker: _reduce("builtins", "getattr", "x"), "builtins.getattr"),
+    (lambda marker: _reduce("subprocess", "call", f"touch {marker}"), "subprocess.call"),
+    # protocol 4 (STACK_GLOBAL), as pickle.dumps writes an object that reduces to a call
+    (lambda marker: pickle.dumps(_RunsOnLoad(f"touch {marker}"), protocol=4), "system"),
+    # a class named as the original's in another module: our plain record, never that module's
+    (lambda marker: _reduce("evil_h8.squad_utils", "InputFeatures", f"touch {marker}"),
+     "not a file of SQuAD features"),
+])
+def test_left_file_loads_no_code(tmp_path, make, refused):
+    """load_features admits only the original's InputFeatures (as a plain record): a pickle
+    naming any other global is refused in one SquadDataError naming the file, nothing run, no
+    module imported."""
+    import sys
+
+    marker = tmp_path / "ran"
+    path = tmp_path / "left.pkl"
+    path.write_bytes(make(marker))
+    with pytest.raises(squad_data.SquadDataError, match=rf"left.pkl: .*{refused}"):
+        squad_data.load_features(path)
+    assert not marker.exists()
+    assert "evil_h8" not in sys.modules
+
+
+def test_left_file_is_the_originals_pickle(tmp_path):
+    """save_features writes the original's class name (albert.squad_utils.InputFeatures) and
+    plain values only, which load_features reads back."""
+    import pickletools
+
+    feature = squad_data.FeatureRecord(**{name: [1] for name in squad_data.FEATURE_ATTRIBUTES})
+    path = tmp_path / "left.pkl"
+    squad_data.save_features(path, [feature])
+    globals_named = [arg for op, arg, _ in pickletools.genops(path.read_bytes())
+                     if op.name in ("GLOBAL", "STACK_GLOBAL", "INST")]
+    assert globals_named == ["albert.squad_utils InputFeatures"]
+    (loaded,) = squad_data.load_features(path)
+    assert {n: getattr(loaded, n) for n in squad_data.FEATURE_ATTRIBUTES} == {
+        n: [1] for n in squad_data.FEATURE_ATTRIBUTES}

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.albert import squad_data, squad_task
+from bert_tf.albert.finetuning import AlbertFineTuningTrainer
 from bert_tf.albert.config import AlbertConfig
 from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.checkpoints import load_original_checkpoint
@@ -110,8 +111,8 @@ def zero_gradient_names(names, config):
 
 @pytest.mark.slow  # 3 steps of a tiny model
 def test_three_steps_match_the_original(tmp_path):
-    trainer = squad_task.AlbertSquadTrainer(config(), squad_task.AlbertSquadV1Task(SEQ),
-                                            train_options(tmp_path / "out"))
+    trainer = AlbertFineTuningTrainer(config(), squad_task.AlbertSquadV1Task(SEQ),
+                                      train_options(tmp_path / "out"))
     history = []
     trainer.train([str(DATA / "train.tf_record")],
                   step_callback=lambda step, values: history.append((step, values)))

@@ -16,11 +16,13 @@ The rooms every family has:
   pretraining_data.py  create_pretraining_data's run: checks, tokenizers, writing
   squad_data.py        SQuAD v1/v2 features of its squad_utils.py (pieces aligned to the
                        paragraph's characters) and their records
-  squad_task.py        SQuAD v1 on the trainer (span head), the feature files and the
-                       prediction loop over checkpoints v1 and v2 share; `run_v1`
+  finetuning.py        what the fine-tuning commands share: the trainer of their Estimator
+                       (model.ckpt-0, .meta, adamw/lamb), the files of their loops over
+                       checkpoints, run_squad_v1/v2's loop, the cached records' check
+  squad_task.py        SQuAD v1 on the trainer (span head) and its feature files; `run_v1`
   classifier_data.py   the GLUE tasks of its classifier_utils.py (files under the GLUE root,
                        columns, guids, labels through `preprocess_text`) and their records
-  classifier_task.py   run_classifier on the trainer: its optimizers, the eval of every
+  classifier_task.py   run_classifier on the trainer: the eval of every
                        checkpoint (best_trial.txt, model.ckpt-best), its prediction files; `run`
 and its commands, `python -m bert_tf.albert.<command>` for the original's `python -m albert.<command>`:
 `create_pretraining_data`, `run_pretraining`, `export_checkpoints`, `run_squad_v1`,

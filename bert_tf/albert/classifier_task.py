@@ -10,10 +10,11 @@ error) on ALBERT's encoder. What is ALBERT's:
   - the records: the GLUE root's files through the original's processors
     (`bert_tf.albert.classifier_data`), cached as `<cached_dir>/<task>_train.tf_record` and
     `<task>_eval.tf_record`, and `<output_dir>/predict.tf_record`;
-  - training: `--train_step` steps, `--warmup_step` warmup, `--optimizer` adamw (BERT's
-    AdamWeightDecay) or lamb (ALBERT's LAMB, `bert_tf.training.lamb.AlbertLamb`); as the
-    original's Estimator, model.ckpt-<step> is saved when training starts (model.ckpt-0) and
-    every checkpoint is kept (its RunConfig keeps all: --keep_checkpoint_max is unused there);
+  - training: `--train_step` steps, `--warmup_step` warmup, on
+    `bert_tf.albert.finetuning.AlbertFineTuningTrainer`: `--optimizer` adamw (BERT's
+    AdamWeightDecay) or lamb (ALBERT's LAMB); as the original's Estimator, model.ckpt-<step> is
+    saved when training starts (model.ckpt-0), with a .meta beside each, and every checkpoint
+    is kept (its RunConfig keeps all: --keep_checkpoint_max is unused there);
   - eval (`evaluate_checkpoints`): every checkpoint of output_dir newer than best_trial.txt's
     step, in step order, with the original's keys, its eval_results.txt blocks and
     best_trial.txt; the evaluated checkpoints that are not the best and have two newer ones are
@@ -23,7 +24,6 @@ error) on ALBERT's encoder. What is ALBERT's:
 
 import dataclasses
 import os
-import re
 
 import numpy as np
 import tensorflow as tf
@@ -31,23 +31,20 @@ from absl import logging
 
 from bert_tf import checkpoints, files
 from bert_tf.albert import classifier_data
+from bert_tf.albert.finetuning import (BEST_NAME, EVAL_RESULTS_FILE, SEPARATOR,
+                                       AlbertFineTuningTrainer, copy_to_best, count_newer,
+                                       numbered_checkpoints, record_parse_error,
+                                       remove_checkpoint)
 from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.data.classifier import ClassifierDataError
 from bert_tf.data.records import read_records_meta, records_are_current, records_meta
 from bert_tf.evaluation import classifier_metrics
 from bert_tf.tasks.classification import ClassificationTask
-from bert_tf.training.lamb import AlbertLamb
-from bert_tf.training.optimizer import AdamWeightDecay
-from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
+from bert_tf.training.trainer import TrainerOptions, TrainingError
 
-BEST_NAME = "model.ckpt-best"
 BEST_TRIAL_FILE = "best_trial.txt"
-EVAL_RESULTS_FILE = "eval_results.txt"
 TEST_RESULTS_FILE = "test_results.tsv"
 SUBMIT_RESULTS_FILE = "submit_results.tsv"
-# The eval loop's separator line after each checkpoint's results.
-SEPARATOR = "=" * 50
-_CHECKPOINT = re.compile(r"model\.ckpt-(\d+)")
 
 
 class AlbertClassifierError(TrainingError):
@@ -147,40 +144,16 @@ class AlbertClassifierOptions(TrainerOptions):
         return problems
 
 
-class AlbertClassifierTrainer(Trainer):
-    """The trainer with the original's optimizers (`--optimizer=lamb` is ALBERT's LAMB) and
-    its Estimator's first checkpoint: model.ckpt-<step> at the start of training."""
-
-    optimizers = {"adamw": AdamWeightDecay, "lamb": AlbertLamb}
-
-    def train(self, input_files, step_callback=None):
-        """`Trainer.train`, after saving the starting weights as model.ckpt-0 when output_dir
-        has no checkpoint yet (the Estimator's CheckpointSaverHook saves when its session
-        starts; the eval loop scores that checkpoint too)."""
-        directory = self.options.output_dir
-        if (self.options.num_train_steps > 0 and not tf.io.gfile.exists(
-                os.path.join(directory, checkpoints.STATE_FILE))):
-            self.output_directory.remove_interrupted_writes()
-            self.restore()
-            stream = self.input_stream(input_files, self.options.train_batch_size,
-                                       is_training=True)
-            self.save(stream)
-        return super().train(input_files, step_callback=step_callback)
-
-
 # -- records -------------------------------------------------------------------------------
 def _check_reused_records(path, task):
     """Raises ClassifierDataError when the first record of `path` (a record file without our
     sidecar, e.g. the original's) does not parse with this run's features."""
-    try:
-        for raw in tf.data.TFRecordDataset(path).take(1):
-            tf.io.parse_single_example(raw, task.feature_spec(is_training=False))
-    except (tf.errors.OpError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    problem = record_parse_error(path, task.feature_spec(is_training=False))
+    if problem:
         raise ClassifierDataError(
             f"{path}: its records are not this run's (max_seq_length {task.max_seq_length}, "
-            f"{'float' if task.is_regression else 'int'} label_ids): {first}; delete it or "
-            "use another --cached_dir") from None
+            f"{'float' if task.is_regression else 'int'} label_ids): {problem}; delete it or "
+            "use another --cached_dir")
 
 
 def records(path, examples, label_list, options, tokenizer, input_file, task):
@@ -224,47 +197,6 @@ def read_best_trial(output_dir):
             "it to evaluate every checkpoint again") from None
 
 
-def numbered_checkpoints(output_dir):
-    """{N: prefix} of every output_dir/model.ckpt-N with an index."""
-    found = {}
-    for path in tf.io.gfile.glob(os.path.join(output_dir, "model.ckpt-*.index")):
-        match = _CHECKPOINT.fullmatch(os.path.basename(path)[:-len(".index")])
-        if match:
-            found[int(match.group(1))] = path[:-len(".index")]
-    return found
-
-
-def _remove_checkpoint(prefix, output_dir):
-    """Deletes checkpoint `prefix` (index first, then its data, .meta and input-position
-    files) and drops it from the `checkpoint` state file."""
-    checkpoints.delete_checkpoint(prefix)
-    for path in sorted(tf.io.gfile.glob(prefix + ".*")):
-        files.remove(path)
-    logging.info("removing %s", prefix)
-    latest = checkpoints.latest_checkpoint(output_dir)
-    if latest:
-        checkpoints.write_checkpoint_state(output_dir, latest,
-                                           checkpoints.checkpoint_prefixes(output_dir))
-
-
-def copy_to_best(prefix):
-    """Copies checkpoint `prefix`'s files to model.ckpt-best.* beside it (each under a
-    temporary name, then renamed; index last); returns [(source, target)]."""
-    best = os.path.join(os.path.dirname(prefix), BEST_NAME)
-    sources = sorted(tf.io.gfile.glob(prefix + ".data-*")) + [
-        prefix + ext for ext in (".meta", ".index") if tf.io.gfile.exists(prefix + ext)]
-    for stale in tf.io.gfile.glob(best + ".data-*"):
-        files.remove(stale)
-    copied = []
-    for source in sources:
-        target = best + source[len(prefix):]
-        with files.atomic_path(target) as temp:
-            tf.io.gfile.copy(source, temp, overwrite=True)
-        logging.info("saving %s to %s", source, target)
-        copied.append((source, target))
-    return copied
-
-
 def format_result(value):
     """A value as the original writes it: `str()` (numpy arrays as numpy prints them)."""
     return str(value)
@@ -302,14 +234,11 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
                      output_dir)
         return results
 
-    def newer(step):
-        return sum(1 for s in numbered_checkpoints(output_dir) if s > step)
-
     blocks, results = [], None
     for step, prefix in sorted(found.items()):
         if global_step >= step:
-            if chief and best_step != step and newer(step) > 1:
-                _remove_checkpoint(prefix, output_dir)
+            if chief and best_step != step and count_newer(output_dir, step) > 1:
+                remove_checkpoint(prefix)
             continue
         report = checkpoints.load_original_checkpoint(trainer.model, prefix)
         trainer.global_step.assign(step if report.global_step is None else report.global_step)
@@ -319,8 +248,8 @@ def evaluate_checkpoints(trainer, task, eval_file, output_dir, num_train_steps):
         blocks.append(_block(results, best_value))
         if results[key] > best_value:
             best_value, best_step = results[key], global_step
-        elif chief and newer(global_step) > 1:
-            _remove_checkpoint(prefix, output_dir)
+        elif chief and count_newer(output_dir, global_step) > 1:
+            remove_checkpoint(prefix)
         if chief:
             _write_eval_text(output_dir, blocks)
             files.write_atomic(os.path.join(output_dir, BEST_TRIAL_FILE),
@@ -418,7 +347,7 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
                                     dropout_rate=options.classifier_dropout)
     tf.io.gfile.makedirs(output_dir)
     cached_dir = options.cached_dir or output_dir
-    trainer = AlbertClassifierTrainer(config, task, options, strategy)
+    trainer = AlbertFineTuningTrainer(config, task, options, strategy)
     out = {"checkpoint": None, "eval_results": None, "test_results": None}
     name = processor.task_name
 

@@ -81,7 +81,6 @@ This module does not import TensorFlow (only `record_feature_spec` does).
 """
 
 import dataclasses
-import json
 import os
 import pickle
 
@@ -92,8 +91,8 @@ from bert_tf import files
 from bert_tf.albert.tokenization import (SPIECE_UNDERLINE, encode_ids, encode_pieces,
                                          preprocess_text)
 from bert_tf.data.features import Int64EntryHeads, varint
-from bert_tf.data.squad import (FIRST_UNIQUE_ID, SquadDataError, make_doc_spans,
-                                max_context_spans)
+from bert_tf.data.squad import (FIRST_UNIQUE_ID, SquadDataError, json_field, load_json,
+                                make_doc_spans, max_context_spans)
 from bert_tf.data.writer import RoundRobinRecordWriter
 from bert_tf.text import printable_text
 
@@ -161,38 +160,6 @@ class SquadExample:
 # Reading
 
 
-def _load_json(path):
-    try:
-        if "://" in path:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
-
-            with tf.io.gfile.GFile(path, "r") as f:
-                return json.load(f)
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise SquadDataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SquadDataError(f"{path}: is a directory, expected a SQuAD JSON file") from None
-    except UnicodeDecodeError as e:
-        raise SquadDataError(f"{path}: not UTF-8 text ({e})") from None
-    except json.JSONDecodeError as e:
-        raise SquadDataError(f"{path}: not JSON ({e})") from None
-
-
-def _field(obj, key, types, where):
-    """obj[key], checked to be one of `types`; `where` says what obj is in the file."""
-    if not isinstance(obj, dict):
-        raise SquadDataError(f"{where}: expected a JSON object, found {type(obj).__name__}")
-    if key not in obj:
-        raise SquadDataError(f"{where}: no {key!r}")
-    value = obj[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        names = " or ".join(t.__name__ for t in types)
-        raise SquadDataError(f"{where}: {key!r} must be {names}, found {value!r:.60}")
-    return value
-
-
 def read_squad_examples(input_file, is_training):
     """Reads a SQuAD 1.1 or 2.0 JSON file, as the original's `read_squad_examples`.
 
@@ -208,18 +175,18 @@ def read_squad_examples(input_file, is_training):
       SquadDataError: naming the file (and the question id): see the module docstring.
     """
     path = str(input_file)
-    data = _field(_load_json(path), "data", (list,), f"{path}: top level")
+    data = json_field(load_json(path), "data", (list,), f"{path}: top level")
     examples = []
     for entry_index, entry in enumerate(data):
         entry_where = f"{path}: data[{entry_index}]"
         for paragraph_index, paragraph in enumerate(
-                _field(entry, "paragraphs", (list,), entry_where)):
+                json_field(entry, "paragraphs", (list,), entry_where)):
             where = f"{entry_where}.paragraphs[{paragraph_index}]"
-            paragraph_text = _field(paragraph, "context", (str,), where)
-            for qa_index, qa in enumerate(_field(paragraph, "qas", (list,), where)):
-                qas_id = _field(qa, "id", (str, int), f"{where}.qas[{qa_index}]")
+            paragraph_text = json_field(paragraph, "context", (str,), where)
+            for qa_index, qa in enumerate(json_field(paragraph, "qas", (list,), where)):
+                qas_id = json_field(qa, "id", (str, int), f"{where}.qas[{qa_index}]")
                 qa_where = f"{path}: question id {qas_id!r}"
-                example = SquadExample(qas_id, _field(qa, "question", (str,), qa_where),
+                example = SquadExample(qas_id, json_field(qa, "question", (str,), qa_where),
                                        paragraph_text)
                 if is_training:
                     _read_answer(example, qa, qa_where)
@@ -237,12 +204,12 @@ def _read_answer(example, qa, where):
         example.start_position = -1
         example.orig_answer_text = ""
         return
-    answers = _field(qa, "answers", (list,), where)
+    answers = json_field(qa, "answers", (list,), where)
     if len(answers) != 1:
         raise SquadDataError(f"{where}: {len(answers)} answers; for training, each question "
                              "should have exactly 1 answer")
-    text = _field(answers[0], "text", (str,), f"{where}, answer")
-    start = _field(answers[0], "answer_start", (int,), f"{where}, answer")
+    text = json_field(answers[0], "text", (str,), f"{where}, answer")
+    start = json_field(answers[0], "answer_start", (int,), f"{where}, answer")
     if not text:
         raise SquadDataError(f"{where}: the answer text is empty")
     if start < 0 or start + len(text) > len(example.paragraph_text):

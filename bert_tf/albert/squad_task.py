@@ -11,17 +11,17 @@ ALBERT's encoder, with ALBERT's records (`bert_tf.albert.squad_data`: the origin
     original reuses any file of that name, so a file without our sidecar `.meta.json`, e.g.
     the original's, is reused too); --predict_feature_file and --predict_feature_left_file
     (the records and the pickled features, read back when both exist, the original's or ours);
-  - training as its Estimator: model.ckpt-0 is saved when training starts, every checkpoint
-    is kept (its RunConfig keeps all), each with a `.meta` beside it (the original's eval loop
-    copies it);
-  - prediction scores every checkpoint of output_dir (`evaluate_checkpoints`): each one's
+  - training as its Estimator (`bert_tf.albert.finetuning.AlbertFineTuningTrainer`):
+    model.ckpt-0 is saved when training starts, every checkpoint is kept (its RunConfig keeps
+    all), each with a `.meta` beside it (the original's eval loop copies it);
+  - prediction scores every checkpoint of output_dir (`evaluate_checkpoints`, on
+    `bert_tf.albert.finetuning.score_checkpoints`, run_squad_v2's loop too): each one's
     predictions.json / nbest_predictions.json (`bert_tf.evaluation.squad_char_spans`) and its
     official v1.1 exact_match / f1 against the predict file's answers, the best f1 copied to
     model.ckpt-best.*, checkpoints pruned as the original prunes them, eval_results.txt as its
     loop writes it; then model.ckpt-best's predictions, which are the files left.
 
-The loop and the feature files serve v2 as well (`run_squad_v2` gives its own `get_result`);
-what is v1's: `AlbertSquadV1Task`, `v1_result`, `run_v1`.
+What is v1's: `AlbertSquadV1Task`, `v1_result`, `run_v1`.
 
 Where we differ from the original (each where it crashes, hangs or silently goes wrong):
   - `--do_predict` without `--do_train`: the original compares the step with an unset
@@ -39,29 +39,21 @@ import dataclasses
 import json
 import os
 import random
-import re
 
 import tensorflow as tf
 from absl import logging
 
 from bert_tf import checkpoints, files
 from bert_tf.albert import squad_data
-from bert_tf.albert.pretraining_task import variables_meta_graph
+from bert_tf.albert.finetuning import (AlbertFineTuningTrainer, record_parse_error,
+                                       score_checkpoints)
 from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.data.records import (read_records_meta, records_are_current, records_meta,
                                   write_records_meta)
 from bert_tf.evaluation import squad_char_spans, squad_eval
 from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.tasks.squad import SquadTask
-from bert_tf.training.trainer import Trainer, TrainingError
-
-BEST_NAME = "model.ckpt-best"
-EVAL_RESULTS_FILE = "eval_results.txt"
-# The metric the original keeps the best checkpoint by.
-KEY_NAME = "f1"
-# The files of a checkpoint the original's loop copies and removes, in its order.
-_CHECKPOINT_FILES = ("meta", "data-00000-of-00001", "index")
-_NUMBERED = re.compile(r"model\.ckpt-(\d+)")
+from bert_tf.training.trainer import TrainingError
 
 
 class AlbertSquadError(TrainingError):
@@ -135,53 +127,6 @@ def validate_flags(config, options, do_train, do_predict, export_dir=None):
     options.validate(config)
 
 
-class AlbertSquadTrainer(Trainer):
-    """The trainer as the original's Estimator saves: model.ckpt-0 before the first step and
-    a `.meta` (the checkpoint's variables and a Saver, `variables_meta_graph`) beside every
-    checkpoint, which the original's prediction loop copies and removes with it."""
-
-    def __init__(self, config, task, options, strategy=None):
-        super().__init__(config, task, options, strategy)
-        self._meta = None
-
-    def train(self, input_files, step_callback=None):
-        directory = self.options.output_dir
-        if (self.options.num_train_steps > 0 and not tf.io.gfile.exists(
-                os.path.join(directory, checkpoints.STATE_FILE))):
-            self.output_directory.remove_interrupted_writes()
-            self.restore()
-            stream = self.input_stream(input_files, self.options.train_batch_size,
-                                       is_training=True)
-            self.save(stream)
-        return super().train(input_files, step_callback=step_callback)
-
-    def _checkpoint_tensors(self):
-        table = checkpoints.original_variable_map(self.model)
-        out = {name: (list(v.shape), "float32") for name, v in table.items()}
-        for slot, variables in self.optimizer.slot_variables().items():
-            out.update({f"{name}/{slot}": (list(v.shape), "float32")
-                        for name, v in variables.items()})
-        for name, value in (self.loss_scale.get_state() if self.loss_scale else {}).items():
-            out[name] = (list(value.shape), value.dtype.name)
-        out[checkpoints.GLOBAL_STEP] = ([], "int64")
-        return out
-
-    def save(self, stream=None):
-        prefix = os.path.join(self.options.output_dir,
-                              f"model.ckpt-{int(self.global_step.numpy())}")
-        if self.is_chief:
-            if self._meta is None:
-                self._meta = variables_meta_graph(self._checkpoint_tensors())
-            tf.io.gfile.makedirs(self.options.output_dir)
-            files.write_atomic(prefix + ".meta", self._meta)
-        try:
-            return super().save(stream)
-        except BaseException:
-            if self.is_chief and not tf.io.gfile.exists(prefix + ".index"):
-                files.remove(prefix + ".meta")
-            raise
-
-
 # -- feature files -------------------------------------------------------------------------
 def _records_meta(options, input_file, is_training, task_name):
     return records_meta(task_name, [input_file], options.max_seq_length, options.spm_model_file,
@@ -192,14 +137,11 @@ def _records_meta(options, input_file, is_training, task_name):
 
 def _check_reused_records(path, spec):
     """Raises AlbertSquadError when the first record of `path` does not parse with `spec`."""
-    try:
-        for raw in tf.data.TFRecordDataset(path).take(1):
-            tf.io.parse_single_example(raw, spec)
-    except (tf.errors.OpError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    problem = record_parse_error(path, spec)
+    if problem:
         raise AlbertSquadError(
             f"{path}: its records are not this run's (max_seq_length "
-            f"{spec['input_ids'].shape[0]}): {first}; delete it or name another file") from None
+            f"{spec['input_ids'].shape[0]}): {problem}; delete it or name another file")
 
 
 def _convert(examples, tokenizer, options, is_training, output_fn):
@@ -266,130 +208,21 @@ def predict_features(options, tokenizer, examples, spec, task_name):
 
 
 # -- the original's prediction loop over checkpoints ----------------------------------------
-def numbered_checkpoints(output_dir):
-    """{N: prefix} of every output_dir/model.ckpt-N with an index."""
-    found = {}
-    for path in tf.io.gfile.glob(os.path.join(output_dir, "model.ckpt-*.index")):
-        match = _NUMBERED.fullmatch(os.path.basename(path)[:-len(".index")])
-        if match:
-            found[int(match.group(1))] = path[:-len(".index")]
-    return found
-
-
-def _newer(output_dir, step):
-    """How many numbered checkpoints are newer than `step` (the original's _find_valid_cands)."""
-    return sum(1 for s in numbered_checkpoints(output_dir) if s > step)
-
-
-def remove_checkpoint(prefix, output_dir):
-    """Deletes checkpoint `prefix` as the original's loop does (meta, data, index; ours also
-    its input-position files) and drops it from the `checkpoint` state file."""
-    for ext in _CHECKPOINT_FILES:
-        if tf.io.gfile.exists(f"{prefix}.{ext}"):
-            logging.info("removing %s.%s", prefix, ext)
-    checkpoints.delete_checkpoint(prefix)
-    for path in sorted(tf.io.gfile.glob(prefix + ".*")) + sorted(
-            tf.io.gfile.glob(prefix + "_*")):
-        if not tf.io.gfile.isdir(path):
-            files.remove(path)
-    latest = checkpoints.latest_checkpoint(output_dir)
-    if latest:
-        checkpoints.write_checkpoint_state(output_dir, latest,
-                                           checkpoints.checkpoint_prefixes(output_dir))
-
-
-def copy_to_best(prefix):
-    """Copies checkpoint `prefix`'s meta, data and index (those that exist) to
-    model.ckpt-best.* beside it, each under a temporary name then renamed; returns
-    [(source, target)] in the original's order."""
-    best = os.path.join(os.path.dirname(prefix), BEST_NAME)
-    copied = []
-    for ext in _CHECKPOINT_FILES:
-        source, target = f"{prefix}.{ext}", f"{best}.{ext}"
-        if not tf.io.gfile.exists(source):
-            continue
-        with files.atomic_path(target) as temp:
-            tf.io.gfile.copy(source, temp, overwrite=True)
-        logging.info("saving %s to %s", source, target)
-        copied.append((source, target))
-    return copied
-
-
-def _result_lines(result):
-    return [f"{key} = {result[key]}\n" for key in sorted(result)]
-
-
 def evaluate_checkpoints(output_dir, get_result, num_train_steps=None, init_result=None):
-    """The original's prediction loop (run_squad_v1/v2 `main`).
-
-    `get_result(prefix)` predicts with checkpoint `prefix` (writing the prediction files) and
-    returns (results dict with KEY_NAME, global_step). In step order, every numbered checkpoint
-    newer than the step of model.ckpt-best (scored first when it exists) is scored: its
-    results, and when its f1 beats the best the copy to model.ckpt-best ("saved X to Y"),
-    "best f1 = ...", a line of 50 "="; a checkpoint with more than two newer ones is removed
-    after its score, one passed over with more than one newer. Then model.ckpt-best is scored
-    again (its prediction files are the ones left) and its results end the file with "best perf
-    happened at step: N". eval_results.txt is rewritten whole after each checkpoint.
-
-    Without any checkpoint (nor model.ckpt-best) the original waits; `init_result()` (the
-    weights of --init_checkpoint) is scored instead, when given, else AlbertSquadError.
-
-    Returns the results of model.ckpt-best (or of init_result).
+    """The original's prediction loop (`finetuning.score_checkpoints`) with `get_result(prefix)`
+    -> (results dict with f1, global_step). Without any checkpoint (nor model.ckpt-best) the
+    original waits; `init_result()` (the weights of --init_checkpoint) is scored instead, when
+    given, else AlbertSquadError. Returns the results of model.ckpt-best (or of init_result).
     """
-    path = os.path.join(output_dir, EVAL_RESULTS_FILE)
-    lines = []
-
-    def flush():
-        files.write_atomic(path, "".join(lines))
-
-    best = os.path.join(output_dir, BEST_NAME)
-    if tf.io.gfile.exists(best + ".index"):
-        result, global_step = get_result(best)
-        best_perf = result[KEY_NAME]
-    else:
-        global_step, best_perf = -1, -1
-    found = numbered_checkpoints(output_dir)
-    logging.info("found %d files.", len(found))
-    if not found and best_perf == -1:
+    def init():
         if init_result is None:
             raise AlbertSquadError(f"{output_dir}: no checkpoint to predict with")
         logging.info("No checkpoint in %s: predicting with the weights of --init_checkpoint",
                      output_dir)
         result, global_step = init_result()
-        lines += _result_lines(result)
-        lines.append(f"best perf happened at step: {global_step}")
-        flush()
-        return result
-    for step, prefix in sorted(found.items()):
-        if global_step >= step:
-            if _newer(output_dir, step) > 1:
-                remove_checkpoint(prefix, output_dir)
-            continue
-        result, global_step = get_result(prefix)
-        logging.info("***** Eval results of %s *****", prefix)
-        for key in sorted(result):
-            logging.info("  %s = %s", key, result[key])
-        lines += _result_lines(result)
-        if result[KEY_NAME] > best_perf:
-            best_perf = result[KEY_NAME]
-            lines += [f"saved {source} to {target}\n" for source, target in copy_to_best(prefix)]
-        lines.append(f"best {KEY_NAME} = {best_perf}\n")
-        logging.info("  best %s = %s", KEY_NAME, best_perf)
-        if _newer(output_dir, global_step) > 2:
-            remove_checkpoint(prefix, output_dir)
-        lines.append("=" * 50 + "\n")
-        flush()
-    if num_train_steps is not None and global_step < num_train_steps:
-        logging.warning("The newest checkpoint scored is of step %d < %d training steps (the "
-                        "original would wait for newer ones)", global_step, num_train_steps)
-    result, global_step = get_result(best)
-    logging.info("***** Final Eval results (%s, step %d) *****", best, global_step)
-    for key in sorted(result):
-        logging.info("  %s = %s", key, result[key])
-    lines += _result_lines(result)
-    lines.append(f"best perf happened at step: {global_step}")
-    flush()
-    return result
+        return result, global_step, f"best perf happened at step: {global_step}"
+
+    return score_checkpoints(output_dir, get_result, init, num_train_steps)
 
 
 # -- v1 ------------------------------------------------------------------------------------
@@ -473,7 +306,7 @@ def run_v1(config, options, strategy=None, do_train=False, do_predict=False,
             len(train_examples), f"--train_file={options.train_file}", error=AlbertSquadError)
         # Pre-shuffled once, with the original's seed, before the conversion.
         random.Random(12345).shuffle(train_examples)
-    trainer = AlbertSquadTrainer(config, task, options, strategy)
+    trainer = AlbertFineTuningTrainer(config, task, options, strategy)
     if do_train:
         path = train_records(options, tokenizer, train_examples, task.feature_spec(True),
                              task.name)

@@ -145,7 +145,9 @@ class SquadExample:
 # Reading
 
 
-def _load_json(input_file):
+def load_json(input_file):
+    """The parsed JSON of `input_file` (local, or with a scheme through tf.io.gfile);
+    SquadDataError naming the file when it is missing, a directory, not UTF-8 or not JSON."""
     path = str(input_file)
     try:
         if "://" in path:
@@ -165,7 +167,7 @@ def _load_json(input_file):
         raise SquadDataError(f"{path}: not JSON ({e})") from None
 
 
-def _field(obj, key, types, where):
+def json_field(obj, key, types, where):
     """obj[key], checked to be of one of `types`; `where` says what obj is in the file."""
     if not isinstance(obj, dict):
         raise SquadDataError(f"{where}: expected a JSON object, found {type(obj).__name__}")
@@ -219,21 +221,21 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
       SquadDataError: see the module docstring; the message names the file and question id.
     """
     path = str(input_file)
-    data = _field(_load_json(path), "data", (list,), f"{path}: top level")
+    data = json_field(load_json(path), "data", (list,), f"{path}: top level")
     examples = []
     for entry_index, entry in enumerate(data):
         entry_where = f"{path}: data[{entry_index}]"
-        paragraphs = _field(entry, "paragraphs", (list,), entry_where)
+        paragraphs = json_field(entry, "paragraphs", (list,), entry_where)
         for paragraph_index, paragraph in enumerate(paragraphs):
             where = f"{entry_where}.paragraphs[{paragraph_index}]"
-            context = _field(paragraph, "context", (str,), where)
-            qas = _field(paragraph, "qas", (list,), where)
+            context = json_field(paragraph, "context", (str,), where)
+            qas = json_field(paragraph, "qas", (list,), where)
             doc_tokens, word_starts = split_context(context)
             for qa_index, qa in enumerate(qas):
                 qa_where = f"{where}.qas[{qa_index}]"
-                qas_id = _field(qa, "id", (str, int), qa_where)
+                qas_id = json_field(qa, "id", (str, int), qa_where)
                 qa_where = f"{path}: question id {qas_id!r}"
-                question_text = _field(qa, "question", (str,), qa_where)
+                question_text = json_field(qa, "question", (str,), qa_where)
                 if qa.get("is_impossible") and not version_2_with_negative:
                     raise SquadDataError(
                         f"{qa_where} is marked is_impossible (SQuAD 2.0 data): pass "
@@ -261,13 +263,13 @@ def _read_answer(example, qa, where, context, word_starts, version_2_with_negati
         example.start_position = example.end_position = -1
         example.orig_answer_text = ""
         return True
-    answers = _field(qa, "answers", (list,), where)
+    answers = json_field(qa, "answers", (list,), where)
     if len(answers) != 1:
         raise SquadDataError(
             f"{where}: {len(answers)} answers; for training, each question should have exactly "
             "1 answer")
-    text = _field(answers[0], "text", (str,), f"{where}, answer")
-    answer_start = _field(answers[0], "answer_start", (int,), f"{where}, answer")
+    text = json_field(answers[0], "text", (str,), f"{where}, answer")
+    answer_start = json_field(answers[0], "answer_start", (int,), f"{where}, answer")
     cleaned = " ".join(whitespace_tokenize(text))
     if not cleaned:
         raise SquadDataError(f"{where}: the answer text {text!r} is empty")
