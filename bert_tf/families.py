@@ -48,7 +48,11 @@ class Family:
         `checkpoint_variables()`, `embedding_table` and `gathered_tables` (the tables the
         original looks up with `tf.nn.embedding_lookup`, whose gradient it clips by rows).
       tokenizer: `tokenizer(vocab_file, do_lower_case, **kwargs)`, the host tokenizer; its
-        `special_tokens` (a `SpecialTokens`) name the family's special tokens.
+        `special_tokens` (a `SpecialTokens`) name the family's special tokens. One whose
+        pieces mark word starts may also give `tokenize_with_offsets(text)` -> (pieces, the
+        (start, end) characters of `text` of each piece): SQuAD then aligns answers and
+        predicted spans to the context by characters (`bert_tf.data.squad`); WordPiece's are
+        mapped back by the original's `get_final_text`.
       graph_tokenizer: `graph_tokenizer(vocab, do_lower_case)`, the same tokenizer in
         TensorFlow ops for SavedModels that take text (`bert_tf.serving`): a tf.Module mapping
         string [N] to ragged int64 piece ids [N, None], with the host tokenizer's ids. `vocab`

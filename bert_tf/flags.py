@@ -171,14 +171,12 @@ def hold_output_dir(FLAGS, strategy):  # noqa: N803
 
 
 def run_fine_tuning(script, options_class, run, task_errors=(), read_config=None, **fields):
-    """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config and the
+    """The body of run_classifier.py / run_squad.py / run_tagging.py: the bert config (or
+    `read_config()`'s, for a command whose flag is another, e.g. --albert_config_file) and the
     strategy from the flags, `options_class(**fields, **trainer flags)`, then
     `run(config, options, strategy, do_train=..., ...)` (only the do_* flags the script
     defines). Errors a user can fix (these and `task_errors`) print as one line
-    `<script>: error: ...`. Returns the exit code.
-
-    `read_config()` reads the model config (default: --bert_config_file, any family's; e.g.
-    ALBERT's commands read --albert_config_file)."""
+    `<script>: error: ...`. Returns the exit code."""
     from absl import logging
 
     from bert_tf import families

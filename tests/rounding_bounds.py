@@ -211,26 +211,28 @@ def span_head_gradient_noise(batch_size, seq_length, output_weights_abs):
 
 def capture_attention(model, loss_fn, features):
     """Runs `loss_fn(model(features, training=True), features)` eagerly and returns, for each
-    SelfAttention layer of `model` (in no particular order), a dict: `layer` (the layer) and
+    call of a SelfAttention layer of `model` (in no particular order; a layer shared by several
+    of the model's layers, as ALBERT's, once per call), a dict: `layer` (the layer) and
     float64 numpy arrays `probs` [B, A, S, S] (the softmax), `d_probs` (the loss's gradient
     with respect to them) and `query` [B, S, H] (the query projection, bias included)."""
     from bert_tf.layers.attention import SelfAttention
 
     layers = [layer for layer in model._flatten_layers() if isinstance(layer, SelfAttention)]
-    records = [{} for _ in layers]
+    records = []  # one per call, in call order; a call computes its query before its softmax
     tape = tf.GradientTape()
     originals = []
-    for attention, record in zip(layers, records):
+    for attention in layers:
         originals.append((attention, attention.dropout.call, attention.query.call))
 
-        def dropout_call(x, *args, _call=attention.dropout.call, _record=record, **kwargs):
+        def dropout_call(x, *args, _call=attention.dropout.call, _layer=attention, **kwargs):
             tape.watch(x)
-            _record["probs"] = x
+            record = next(r for r in reversed(records) if r["layer"] is _layer)
+            record["probs"] = x
             return _call(x, *args, **kwargs)
 
-        def query_call(x, *args, _call=attention.query.call, _record=record, **kwargs):
+        def query_call(x, *args, _call=attention.query.call, _layer=attention, **kwargs):
             y = _call(x, *args, **kwargs)
-            _record["query"] = y
+            records.append({"layer": _layer, "query": y})
             return y
 
         attention.dropout.call = dropout_call
@@ -243,10 +245,10 @@ def capture_attention(model, loss_fn, features):
         for attention, dropout_call, query_call in originals:
             attention.dropout.call = dropout_call
             attention.query.call = query_call
-    return [{"layer": layer, "probs": r["probs"].numpy().astype(np.float64),
+    return [{"layer": r["layer"], "probs": r["probs"].numpy().astype(np.float64),
              "d_probs": d.numpy().astype(np.float64),
              "query": r["query"].numpy().astype(np.float64)}
-            for layer, r, d in zip(layers, records, d_probs)]
+            for r, d in zip(records, d_probs)]
 
 
 def key_bias_gradient_noise(capture, num_attention_heads, extra_additions=0):

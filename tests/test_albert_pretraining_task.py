@@ -212,20 +212,3 @@ def test_best_checkpoint_copy_and_eval_results_text(lamb_run, tmp_path):
 def test_masked_lm_budget_is_refused_with_the_reason(tmp_path):
     with pytest.raises(TrainingError, match="masked_lm_budget=0.3.*KeyError"):
         options(tmp_path, masked_lm_budget=0.3).validate(config())
-
-
-@pytest.mark.parametrize("extra, message", [
-    (["--masked_lm_budget=0.2"], "run_pretraining.py: error: --masked_lm_budget=0.2"),
-    (["--learning_rat=1"], "Unknown command line flag 'learning_rat'"),
-])
-def test_command_line_refuses_in_one_line(tmp_path, extra, message):
-    proc = subprocess.run(
-        [sys.executable, "-m", "bert_tf.albert.run_pretraining",
-         f"--albert_config_file={MODEL / 'albert_config.json'}",
-         f"--input_file={DATA / 'records.tfrecord'}", f"--output_dir={tmp_path / 'out'}",
-         "--max_seq_length=16", "--max_predictions_per_seq=3", *extra],
-        capture_output=True, text=True, env=env(), cwd=str(REPO), timeout=300)
-    assert proc.returncode == 1
-    lines = [line for line in proc.stderr.splitlines() if message in line]
-    assert len(lines) == 1, proc.stderr[-2000:]
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("model.ckpt*"))

@@ -271,13 +271,14 @@ def test_bad_files_are_one_clear_error(tmp_path):
     broken.write_text('{"data": [')
     with pytest.raises(SquadV2Error, match=r"--predict_file=.*broken.json: cannot read"):
         run(config(), options(tmp_path / "b", predict_file=str(broken)), do_predict=True)
-    # the original's pickled features are not read (nor any other file under that name)
+    # a --predict_feature_left_file that is not the original's pickle of its features
     left = tmp_path / "c" / "left.pkl"
     left.parent.mkdir()
     left.write_bytes(pickle.dumps([{"unique_id": 1}]))
     (tmp_path / "c" / "predict.tf_record").write_bytes(b"")
-    with pytest.raises(SquadV2Error, match=r"--predict_feature_left_file=.*left.pkl: line 1: "
-                                           r"not JSON .*delete it and --predict_feature_file"):
+    with pytest.raises(SquadV2Error, match=r"--predict_feature_left_file=.*left.pkl: not a list "
+                                           r"of SQuAD features .*delete it and "
+                                           r"--predict_feature_file"):
         run(config(), options(tmp_path / "c", predict_feature_left_file=str(left),
                               predict_feature_file=str(tmp_path / "c" / "predict.tf_record")),
             do_predict=True)

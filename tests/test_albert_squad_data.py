@@ -6,6 +6,7 @@ import gzip
 import json
 import logging
 import os
+import pickle
 import random
 
 import pytest
@@ -106,25 +107,18 @@ def test_fixture_covers_its_cases(tokenizers):
     assert "▁" in encode_pieces(sp, preprocess_text(make_expected.DIGITS, lower=True))
 
 
-def test_retry_doubles_the_band(tokenizers, monkeypatch):
-    """RETRY aligns only on the wider band: its first band matches at most 0.8 n."""
+def test_retry_doubles_the_band(tokenizers):
+    """RETRY aligns only on the wider band; LONG on the first; FAILS on neither."""
     sp = tokenizers[True].sp_model
-    context = make_expected.RETRY
-    pieces = encode_pieces(sp, preprocess_text(context, lower=True))
-    bands = []
-    lcs = squad_data._banded_lcs  # pylint: disable=protected-access
-
-    def recording(orig_codes, tok_codes, max_dist):
-        score, moves = lcs(orig_codes, tok_codes, max_dist)
-        bands.append((max_dist, score))
-        return score, moves
-
-    monkeypatch.setattr(squad_data, "_banded_lcs", recording)
-    _, kept = squad_data.align_paragraph(context, pieces, True)
-    n, m = len(context), len("".join(pieces))
-    assert kept
-    assert [d for d, _ in bands] == [abs(n - m) + 5, 2 * (abs(n - m) + 5)]
-    assert bands[0][1] <= 0.8 * n < bands[1][1]
+    for context, retried, kept in ((make_expected.RETRY, True, True),
+                                   (make_expected.LONG, False, True),
+                                   (make_expected.FAILS, True, False)):
+        pieces = encode_pieces(sp, preprocess_text(context, lower=True))
+        alignment, was_kept = squad_data.align_paragraph(context, pieces, True)
+        n, m = len(context), len("".join(pieces))
+        assert (alignment.retried, was_kept) == (retried, kept)
+        assert alignment.max_dist == (abs(n - m) + 5) * (2 if retried else 1)
+        assert (alignment.score > 0.8 * n) == kept
 
 
 def test_convert_index():
@@ -271,3 +265,62 @@ def test_features_equal_original_live_on_random_paragraphs(tokenizers):
                 output_fn=features.append, do_lower_case=lower)
             outputs.append([make_expected.feature_record(f) for f in features])
         assert outputs[0] == outputs[1], trial
+
+
+# -- --predict_feature_left_file -------------------------------------------------------------
+class _RunsOnLoad:
+    """Pickles as a call of os.system(command)."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+def _reduce(module, name, argument):
+    """A protocol-0 pickle that calls module.name(argument) when loaded unrestricted."""
+    return f"c{module}\n{name}\n(S'{argument}'\ntR.".encode()
+
+
+@pytest.mark.parametrize("make, refused", [
+    (lambda marker: _reduce("os", "system", f"touch {marker}"), "os.system"),
+    (lambda marker: _reduce("posix", "system", f"touch {marker}"), "posix.system"),
+    (lambda marker: _reduce("builtins", "exec", f"open({str(marker)!r}, 'w')"), "builtins.exec"),
+    (lambda marker: _reduce("builtins", "getattr", "x"), "builtins.getattr"),
+    (lambda marker: _reduce("subprocess", "call", f"touch {marker}"), "subprocess.call"),
+    # protocol 4 (STACK_GLOBAL), as pickle.dumps writes an object that reduces to a call
+    (lambda marker: pickle.dumps(_RunsOnLoad(f"touch {marker}"), protocol=4), "system"),
+    # a class named as the original's in another module: our plain record, never that module's
+    (lambda marker: _reduce("evil_h8.squad_utils", "InputFeatures", f"touch {marker}"),
+     "not a file of SQuAD features"),
+])
+def test_left_file_loads_no_code(tmp_path, make, refused):
+    """load_features admits only the original's InputFeatures (as a plain record): a pickle
+    naming any other global is refused in one SquadDataError naming the file, nothing run, no
+    module imported."""
+    import sys
+
+    marker = tmp_path / "ran"
+    path = tmp_path / "left.pkl"
+    path.write_bytes(make(marker))
+    with pytest.raises(squad_data.SquadDataError, match=rf"left.pkl: .*{refused}"):
+        squad_data.load_features(path)
+    assert not marker.exists()
+    assert "evil_h8" not in sys.modules
+
+
+def test_left_file_is_the_originals_pickle(tmp_path):
+    """save_features writes the original's class name (albert.squad_utils.InputFeatures) and
+    plain values only, which load_features reads back."""
+    import pickletools
+
+    feature = squad_data.FeatureRecord(**{name: [1] for name in squad_data.FEATURE_ATTRIBUTES})
+    path = tmp_path / "left.pkl"
+    squad_data.save_features(path, [feature])
+    globals_named = [arg for op, arg, _ in pickletools.genops(path.read_bytes())
+                     if op.name in ("GLOBAL", "STACK_GLOBAL", "INST")]
+    assert globals_named == ["albert.squad_utils InputFeatures"]
+    (loaded,) = squad_data.load_features(path)
+    assert {n: getattr(loaded, n) for n in squad_data.FEATURE_ATTRIBUTES} == {
+        n: [1] for n in squad_data.FEATURE_ATTRIBUTES}

@@ -176,6 +176,81 @@ def test_bad_files_are_named(tmp_path, make, path, message):
     assert "\n" not in str(info.value)
 
 
+# -- character offsets (SQuAD's answers) -------------------------------------------------------
+
+def _offset_texts(count, seed):
+    """Texts mixing the cases offsets must survive: accents precomposed and decomposed,
+    compatibility characters, casing that changes length, digits with commas, every kind of
+    whitespace (inside a text: collapsed), zero-width and control characters, and random
+    code points."""
+    rng = random.Random(seed)
+    alphabet = list("abcXYZ 0123456789,.-()'`") + [
+        "\u00a0", "\u0301", "\u0308", "é", "Å", "ﬁ", "Σ", "İ", "ß", "\t", "\n", "\u3000",
+        "\u2028", "한", "Ａ", "１", "²", "\u200b", "\ufeff", "\x00", "😀"]
+    return ["".join(rng.choice(alphabet) if rng.random() < 0.6 else chr(rng.randrange(0x20, 0x3000))
+                    for _ in range(rng.randint(0, 16))) for _ in range(count)]
+
+
+def test_preprocess_text_with_offsets():
+    text, origin = tokenization.preprocess_text_with_offsets(
+        "  Ca\u0301fé\u00a0\t ﬁ İ ", lower=True)
+    assert text == tokenization.preprocess_text("  Ca\u0301fé\u00a0\t ﬁ İ ", lower=True)
+    assert text == "cafe fi i"
+    # C a (\u0301 dropped) f é, a whitespace run from its first character, ﬁ twice, İ (NFKD's
+    # combining dot dropped).
+    assert origin == [2, 3, 5, 6, 7, 10, 10, 11, 12]
+    for seed, lower in ((0, True), (1, False)):
+        for raw in _offset_texts(300, seed):
+            text, origin = tokenization.preprocess_text_with_offsets(raw, lower=lower)
+            assert text == tokenization.preprocess_text(raw, lower=lower), repr(raw)
+            assert len(origin) == len(text) and origin == sorted(origin), repr(raw)
+
+
+def test_tokenize_with_offsets_gives_each_pieces_characters():
+    family = tokenization.AlbertTokenizer(SPM_MODEL, True)
+    text = "Zürich, 1,000 Cafe\u0301s  naïve ﬁne In 1990, Ａ"
+    pieces, spans = family.tokenize_with_offsets(text)
+    assert pieces == family.tokenize(text)
+    got = [(piece, text[start:end]) for piece, (start, end) in zip(pieces, spans)]
+    assert got == [
+        ("▁z", "Z"), ("u", "ü"), ("rich", "rich"), (",", ","), ("▁", ""), ("1", "1"),
+        (",", ","), ("0", "0"), ("00", "00"), ("▁ca", "Ca"), ("f", "f"), ("es", "e\u0301s"),
+        ("▁na", "na"), ("ive", "ïve"), ("▁fin", "ﬁn"), ("e", "e"), ("▁in", "In"),
+        ("▁199", "199"), ("▁", ""), ("0", "0"), (",", ","), ("▁", ""), ("a", "Ａ")]
+    # A lone "▁" stands for no character: empty, where its word goes on.
+    assert spans[4] == (text.index("1,000"),) * 2
+    assert spans[-2] == (len(text) - 1,) * 2
+
+
+@needs_vocab
+def test_tokenize_with_offsets_needs_sentencepiece():
+    with pytest.raises(TypeError, match="needs a SentencePiece model"):
+        tokenization.AlbertTokenizer(str(UNCASED_VOCAB), True).tokenize_with_offsets("a")
+
+
+def test_tokenize_with_offsets_on_fuzzed_texts():
+    """The pieces are `tokenize`'s; the spans are in order, inside the text, never start or end
+    with whitespace, are empty exactly for the lone "▁" pieces, and each piece's text is in
+    the preprocessed, SentencePiece-normalised text of its characters."""
+    for lower in (True, False):
+        family = tokenization.AlbertTokenizer(SPM_MODEL, lower)
+        normalize = family.sp_model.Normalize
+        for raw in _offset_texts(1000, 2 + lower):
+            pieces, spans = family.tokenize_with_offsets(raw)
+            assert pieces == family.tokenize(raw), repr(raw)
+            assert [s for s, _ in spans] == sorted(s for s, _ in spans), repr(raw)
+            for piece, (start, end) in zip(pieces, spans):
+                assert 0 <= start <= end <= len(raw), repr(raw)
+                inner = piece.replace(tokenization.SPIECE_UNDERLINE, "")
+                assert (start == end) == (not inner), (raw, piece)
+                if start < end:
+                    assert not (raw[start].isspace() or raw[end - 1].isspace()), repr(raw)
+                    chars = normalize(tokenization.preprocess_text(raw[start:end], lower=lower))
+                    # casefold: a final sigma is "ς" in its text, "σ" alone.
+                    assert inner.casefold() in chars.replace(
+                        tokenization.SPIECE_UNDERLINE, "").casefold(), (raw, piece)
+
+
 # -- the original's recorded outputs ------------------------------------------------------------
 
 def _case_id(row):

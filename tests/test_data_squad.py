@@ -238,3 +238,84 @@ def test_feature_writer_leaves_nothing_on_error(tokenizer, tmp_path):
             writer.process_feature(features[0])
             raise RuntimeError("interrupted")
     assert os.listdir(tmp_path) == []
+
+
+# -- SentencePiece (ALBERT): answers aligned by characters ---------------------------------------
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def albert_tokenizer(request):
+    from albert_fixtures import SPM_MODEL
+
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    return AlbertTokenizer(SPM_MODEL, do_lower_case=request.param)
+
+
+def _albert_features(tmp_path, tokenizer, is_training, version_2=False):
+    from albert_fixtures import write_squad
+
+    path = write_squad(tmp_path / "squad.json", version_2)
+    examples = squad.read_squad_examples(path, is_training, version_2)
+    features = []
+    squad.convert_examples_to_features(examples, tokenizer, 40, 8, 12, is_training,
+                                       features.append)
+    return examples, features
+
+
+def test_sentencepiece_training_answers_are_their_characters(albert_tokenizer, tmp_path):
+    """Every training answer (accents precomposed and decomposed, digits with commas, inside
+    a word, across a whitespace run, an NBSP or punctuation) is the pieces holding exactly its
+    characters, in every window that holds it whole; windows without it point at [CLS]."""
+    from albert_fixtures import ANSWERS
+
+    examples, features = _albert_features(tmp_path, albert_tokenizer, True, version_2=True)
+    assert len(features) > 3 * len(examples)  # long contexts: several windows each
+    found = {}
+    for feature in features:
+        example = examples[feature.example_index]
+        assert feature.tokens[0] == "[CLS]" and feature.tokens.count("[SEP]") == 2
+        assert feature.input_ids[:feature.num_tokens] == albert_tokenizer.convert_tokens_to_ids(
+            feature.tokens)
+        if example.is_impossible or feature.start_position == 0:
+            assert feature.start_position == feature.end_position == 0
+            continue
+        document, base = feature.document, feature.doc_start - feature.doc_offset
+        text = document.span_text(example.paragraph_text, base + feature.start_position,
+                                  base + feature.end_position)
+        assert text == example.orig_answer_text, example.qas_id
+        found[example.qas_id] = found.get(example.qas_id, 0) + 1
+    assert set(found) == {qas_id for qas_id, *_ in ANSWERS}
+    # Pieces are those of each whole word, tokenized alone (as BERT's words are).
+    document = features[0].document
+    words = examples[0].doc_tokens
+    assert document.ids == [i for w in words for i in albert_tokenizer.tokenize_to_ids(w)]
+
+
+def test_sentencepiece_pieces_know_their_characters(albert_tokenizer, tmp_path):
+    examples, features = _albert_features(tmp_path, albert_tokenizer, False)
+    documents = {id(f.document): (f.document, examples[f.example_index]) for f in features}
+    assert len(documents) == 2  # one per paragraph, shared by its questions
+    for document, example in documents.values():
+        context = example.paragraph_text
+        for i, (start, end) in enumerate(zip(document.char_starts, document.char_ends)):
+            word = document.tok_to_orig_index[i]
+            word_start = example.word_starts[word]
+            # Inside its word.
+            assert word_start <= start <= end <= word_start + len(example.doc_tokens[word])
+            unknown = document.ids[i] == albert_tokenizer.sp_model.unk_id()
+            if start < end and not unknown:
+                normalized = albert_tokenizer.preprocess(context[start:end])
+                piece = document.tokens[i].replace("▁", "")
+                assert piece.casefold() in albert_tokenizer.sp_model.Normalize(
+                    normalized).casefold()
+
+
+def test_wordpiece_examples_keep_the_originals_alignment(tokenizer):
+    """BERT's tokenizer gives no offsets: its documents carry none, and its training answers
+    are the original's (test_convert_examples_to_features_equals_original)."""
+    examples = _read("v1", "train")
+    assert examples[0].paragraph_text is not None and examples[0].answer_start is not None
+    features = []
+    squad.convert_examples_to_features(examples[:2], tokenizer, 64, 16, 8, True,
+                                       features.append)
+    assert features[0].document.char_starts is None

@@ -662,3 +662,44 @@ def test_albert_classifier_export_equals_python(tmp_path):
     tokenizer = AlbertTokenizer(str(spm_model), do_lower_case=True)
     expected = model(_pair_features(tokenizer, texts_a, texts_b))["probabilities"].numpy()
     np.testing.assert_allclose(got["probabilities"].numpy(), expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow  # builds ALBERT's graph tokenizer twice
+def test_albert_tagging_export_equals_run_taggings_windows_and_squad_is_refused(tmp_path):
+    """An ALBERT tagging export (the SentencePiece model as --vocab_file) tags each word as
+    run_tagging.py's windows of the host tokenizer's pieces predict it (the label at each
+    word's first piece). A SQuAD export is refused in one line: ALBERT's graph tokenizer gives
+    piece ids, not the characters of the context each stands for, which answers need."""
+    from albert_fixtures import SPM_MODEL, write_checkpoint
+
+    from bert_tf import families
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    config_file, _ = write_checkpoint(tmp_path / "albert_base")
+    config = families.read_config(config_file)
+    tf.keras.utils.set_random_seed(7)
+    model = BertTaskModel(config, TokenClassifierHead(len(TAGS), config.hidden_size))
+    prefix = save_original_checkpoint(model, tmp_path / "tagger" / "model.ckpt-1")
+    module, info = export.build_export("tagging", config, prefix, SPM_MODEL, True,
+                                       max_seq_length=10, labels=TAGS, doc_stride=3)
+    assert info["core_ops"] is False
+    texts = ["Müller paid 1,000 euros in Zürich (1895-1943).", "Ca\u0301fe naïve  ÅNGSTRÖM",
+             "\u0301 x"]
+    got = module.serve(tf.constant(texts))
+    tokenizer = AlbertTokenizer(SPM_MODEL, do_lower_case=True)
+    sentences, windows = [], []
+    for i, text in enumerate(texts):
+        sentences.append(Sentence(text.split(), None, [], 0))
+        windows += sentence_windows(sentences[-1].words, None, tokenizer, 10, 3, i)
+    assert max(w.window_index for w in windows) >= 3  # overlapping windows
+    features = {name: tf.constant([getattr(w, name) for w in windows], tf.int32)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+    expected = word_predictions(sentences, windows, model(features)["logits"].numpy().argmax(-1),
+                                TAGS)
+    width = max(len(s.words) for s in sentences)
+    assert [[t.decode() for t in row] for row in got["tags"].numpy()] == [
+        tags + [""] * (width - len(tags)) for tags in expected]
+    with pytest.raises(export.ExportError, match=r"^--task=squad: the albert graph tokenizer "
+                                                 r"cannot map predicted pieces back"):
+        export.build_export("squad", config, prefix, SPM_MODEL, True, max_seq_length=32,
+                            max_query_length=8)

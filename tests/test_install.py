@@ -51,6 +51,10 @@ HELP = {
                                r"\[no\]init_from_group0", "masked_lm_budget", "optimizer",
                                "keep_checkpoint_max"),
     "albert.export_checkpoints": ("albert_directory", "checkpoint_name", "export_path"),
+    "albert.run_classifier": ("albert_config_file", "spm_model_file", "train_step",
+                              "warmup_step", "cached_dir", "optimizer", "keep_checkpoint_max"),
+    "albert.run_squad_v1": ("albert_config_file", "spm_model_file", "predict_feature_left_file",
+                            "n_best_size", "keep_checkpoint_max"),
     "albert.run_squad_v2": ("spm_model_file", "predict_feature_left_file", "start_n_top",
                             "end_n_top", "dropout_prob", "keep_checkpoint_max"),
 }

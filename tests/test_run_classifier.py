@@ -237,3 +237,113 @@ def test_a_training_file_sorted_by_label_warns_under_a_small_shuffle_buffer(capl
     assert not warn_if_labels_in_runs(sorted_labels, 300, "train.tsv")
     assert not warn_if_labels_in_runs([i / 600 for i in range(600)], 100, "train.tsv")
     assert not warn_if_labels_in_runs(["0"] * 20 + ["1"] * 20, 10, "train.tsv")
+
+
+# -- ALBERT: Google's checkpoint layout, the SentencePiece model as --vocab_file ----------------
+
+@pytest.mark.slow  # ~30 s on 2 shared cores: a script run (train, eval, predict) and a predict
+def test_albert_checkpoint_and_sentencepiece_model(tmp_path):
+    """run_classifier.py with --bert_config_file=albert_config.json (Google's, no model_type),
+    --vocab_file=<the SentencePiece model> and --init_checkpoint=model.ckpt-best: trains from
+    the checkpoint's encoder, evaluates and predicts; the records hold the family tokenizer's
+    pieces (preprocess_text, then SentencePiece) between its [CLS] and [SEP]; predictions with
+    batches padded to max_seq_length equal those of cut batches in length order."""
+    import tensorflow as tf
+
+    from albert_fixtures import SPM_MODEL, WORDS, write_checkpoint
+
+    from bert_tf import families
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    config_file, prefix = write_checkpoint(tmp_path / "albert_base")
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.RandomState(1)
+
+    def rows(n):
+        return [(" ".join(rng.choice(WORDS, rng.randint(1, 9))), " ".join(rng.choice(WORDS, 3)),
+                 ["no", "yes"][i % 2]) for i in range(n)]
+
+    write_split(data / "train.tsv", rows(8))
+    write_split(data / "dev.tsv", rows(5))
+    test_rows = [r[:2] for r in rows(7)]
+    write_split(data / "test.tsv", test_rows, header="text_a\ttext_b")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "run_classifier.py", "--task_name=custom", f"--data_dir={data}",
+         f"--bert_config_file={config_file}", f"--vocab_file={SPM_MODEL}",
+         f"--init_checkpoint={prefix}", f"--output_dir={out}", "--do_train", "--do_eval",
+         "--do_predict", "--max_seq_length=32", "--train_batch_size=4", "--eval_batch_size=2",
+         "--predict_batch_size=3", "--num_train_epochs=1", "--learning_rate=1e-3",
+         "--padding_width=4"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Every variable of the checkpoint (the encoder) loaded; only the head is new.
+    assert f"loaded {len(tf.train.list_variables(prefix))} variables" in proc.stderr
+    assert "lacks output_weights, output_bias:" in proc.stderr
+    assert read_lines(out / "eval_results.txt")[2] == "global_step = 2"
+    reader = tf.train.load_checkpoint(str(out / "model.ckpt-2"))
+    names = set(reader.get_variable_to_shape_map())
+    assert {"bert/encoder/transformer/group_0/inner_group_1/ffn_1/intermediate/dense/kernel",
+            "bert/encoder/embedding_hidden_mapping_in/kernel/adam_m",
+            "bert/pooler/dense/kernel/adam_v", "output_weights", "output_bias"} <= names
+    # The predict records: [CLS] a [SEP] b [SEP] of the family tokenizer's pieces.
+    tokenizer = AlbertTokenizer(SPM_MODEL, True)
+    record = next(iter(tf.data.TFRecordDataset(str(out / "predict.tf_record"))))
+    ids = tf.io.parse_single_example(record, {"input_ids": tf.io.FixedLenFeature([32], tf.int64)})
+    a, b = (tokenizer.tokenize(t) for t in test_rows[0])
+    assert ids["input_ids"].numpy().tolist()[:len(a) + len(b) + 3] == \
+        tokenizer.convert_tokens_to_ids(["[CLS]", *a, "[SEP]", *b, "[SEP]"])
+    # Predictions of the trained checkpoint, batches padded to max_seq_length.
+    options = ClassifierOptions(
+        data_dir=str(data), task_name="custom", vocab_file=SPM_MODEL,
+        output_dir=str(tmp_path / "padded"), init_checkpoint=str(out / "model.ckpt-2"),
+        max_seq_length=32, predict_batch_size=3, dynamic_padding=False)
+    padded = run(families.read_config(config_file), options, do_predict=True)
+    lengths = [len(tokenizer.tokenize(x)) + len(tokenizer.tokenize(y)) + 3 for x, y in test_rows]
+    assert len({(n + 3) // 4 for n in lengths}) > 1  # cut batches of several lengths
+    cut = [list(map(float, line.split("\t"))) for line in read_lines(out / "test_results.tsv")]
+    full = [list(map(float, line.split("\t"))) for line in read_lines(padded["test_results"])]
+    assert len(cut) == len(test_rows)
+    np.testing.assert_allclose(cut, full, rtol=0, atol=1e-6)
+
+
+def test_albert_fine_tuning_clips_word_and_token_type_gradients_by_rows(tmp_path):
+    """As the original's fine-tuning (tf.nn.embedding_lookup for both tables off TPU), the
+    trainer counts ALBERT's word and token-type embedding gradients row by row in the global
+    norm: one row per token occurrence, more than the norm of the summed gradient when rows
+    repeat (every [CLS], every segment-0 token)."""
+    import tensorflow as tf
+
+    from albert_fixtures import write_checkpoint
+
+    from bert_tf import families
+    from bert_tf.tasks.classification import ClassificationTask
+    from bert_tf.training.trainer import Trainer, TrainerOptions
+
+    config_file, _ = write_checkpoint(tmp_path / "albert_base")
+    trainer = Trainer(families.read_config(config_file),
+                      ClassificationTask("custom", ["a", "b"], 8, dropout_rate=0.0),
+                      TrainerOptions(output_dir=str(tmp_path / "out")))
+    tables = ("bert/embeddings/word_embeddings", "bert/embeddings/token_type_embeddings")
+    assert trainer.row_norm_variables == tables
+    features = {"input_ids": tf.constant([[2, 5, 6, 3, 0, 0], [2, 7, 3, 7, 9, 3]]),
+                "input_mask": tf.constant([[1, 1, 1, 1, 0, 0], [1] * 6]),
+                "segment_ids": tf.constant([[0] * 6, [0, 0, 0, 1, 1, 1]]),
+                "label_ids": tf.constant([0, 1]), "is_real_example": tf.constant([1, 1])}
+    _, grads, rows_squared = trainer._micro_batch_gradients_and_sparse_norm(
+        features, tf.constant([2.0]))
+    sparse = dict(zip(trainer.variable_names, trainer._sparse_gradients))
+    assert [name for name, flag in sparse.items() if flag] == list(tables)
+    # The same loss by hand: the tables' gradients as IndexedSlices, a row per occurrence.
+    variables = [trainer.train_variables[trainer.variable_names.index(n)] for n in tables]
+    with tf.GradientTape() as tape:
+        outputs = trainer.model(features, training=True)
+        loss = trainer.task.compute_loss(outputs, features, tf.constant([2.0]))["total_loss"]
+    by_rows = tape.gradient(loss, variables)
+    assert all(isinstance(g, tf.IndexedSlices) for g in by_rows)
+    expected = sum(float(tf.reduce_sum(tf.square(g.values))) for g in by_rows)
+    assert float(rows_squared) == pytest.approx(expected, rel=1e-5)
+    summed = [g for name, g in zip(trainer.variable_names, grads) if name in tables]
+    assert expected > sum(float(tf.reduce_sum(tf.square(g))) for g in summed) * (1 + 1e-3)

@@ -341,3 +341,72 @@ def test_predictions_in_length_order_equal_the_padded_run(tmp_path, init_checkpo
                 np.testing.assert_allclose([e[key] for e in cut[qas_id]],
                                            [e[key] for e in entries], rtol=1e-6, atol=1e-6,
                                            err_msg=f"{qas_id} {key}")
+
+
+# -- ALBERT: the SentencePiece model as --vocab_file ----------------------------------------------
+
+@pytest.mark.slow  # ~40 s on 2 shared cores: trains 2.0 and predicts, then predicts twice
+def test_albert_checkpoint_trains_and_predicts_the_same_padded_and_cut(tmp_path):
+    """run_squad on an ALBERT checkpoint (Google's albert_config.json, model.ckpt-best) with
+    its SentencePiece model, SQuAD 2.0 on contexts of accents, digits with commas and
+    whitespace runs spanning several windows: trains from the encoder and predicts; every
+    answer is a stretch of its context's characters; predictions.json, nbest_predictions.json
+    and null_odds.json with batches padded to max_seq_length equal those of cut batches in
+    length order."""
+    from albert_fixtures import SPM_MODEL, squad_json, write_checkpoint, write_squad
+
+    from bert_tf import families
+
+    config_file, prefix = write_checkpoint(tmp_path / "albert_base")
+    config = families.read_config(config_file)
+    squad_file = write_squad(tmp_path / "squad.json", version_2=True)
+
+    def squad_run(output_dir, **overrides):
+        values = dict(vocab_file=SPM_MODEL, output_dir=str(tmp_path / output_dir),
+                      init_checkpoint=prefix, train_file=squad_file, predict_file=squad_file,
+                      version_2_with_negative=True, max_seq_length=40, doc_stride=8,
+                      max_query_length=12, train_batch_size=4, predict_batch_size=5,
+                      num_train_epochs=1.0, learning_rate=1e-3, save_checkpoints_steps=100,
+                      iterations_per_loop=100)
+        values.update(overrides)
+        return SquadOptions(**values)
+
+    out = run(config, squad_run("train"), do_train=True, do_predict=True)
+    # 14 questions, batch 4, 1 epoch: int(14 / 4) = 3 steps.
+    assert out["checkpoint"] == str(tmp_path / "train" / "model.ckpt-3")
+    names = set(tf.train.load_checkpoint(out["checkpoint"]).get_variable_to_shape_map())
+    assert {"bert/encoder/embedding_hidden_mapping_in/kernel/adam_v", "cls/squad/output_weights",
+            "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/key/kernel"} <= names
+    assert not [n for n in names if n.startswith("bert/pooler/") and "adam" in n]
+    assert out["eval_results"]["total"] == 14
+    contexts = {qa["id"]: paragraph["context"] for paragraph in squad_json(True)["data"][0][
+        "paragraphs"] for qa in paragraph["qas"]}
+    nbest = json.loads((tmp_path / "train" / "nbest_predictions.json").read_text())
+    for qas_id, entries in nbest.items():
+        for entry in entries:
+            assert entry["text"] in contexts[qas_id] and entry["text"] == entry["text"].strip()
+    outputs = {}
+    for name, overrides in {"padded": dict(dynamic_padding=False),
+                            "cut": dict(padding_width=4)}.items():
+        outputs[name] = tmp_path / name
+        run(config, squad_run(name, init_checkpoint=out["checkpoint"], **overrides),
+            do_predict=True)
+    records = read_features(str(outputs["cut"] / "eval.tf_record"), is_training=False,
+                            max_seq_length=40)
+    lengths = records["input_mask"].numpy().sum(axis=1)
+    assert len(set(lengths.tolist())) > 3 and lengths.min() < 36  # some batches are cut
+    assert (outputs["cut"] / "predictions.json").read_text() == \
+        (outputs["padded"] / "predictions.json").read_text()
+    for name in ("nbest_predictions.json", "null_odds.json"):
+        cut, padded = (json.loads((outputs[k] / name).read_text()) for k in ("cut", "padded"))
+        assert list(cut) == list(padded)
+        if name == "null_odds.json":
+            np.testing.assert_allclose([cut[k] for k in cut], [padded[k] for k in padded],
+                                       rtol=1e-6, atol=1e-6)
+            continue
+        for qas_id, entries in padded.items():
+            assert [e["text"] for e in cut[qas_id]] == [e["text"] for e in entries], qas_id
+            for key in ("probability", "start_logit", "end_logit"):
+                np.testing.assert_allclose([e[key] for e in cut[qas_id]],
+                                           [e[key] for e in entries], rtol=1e-6, atol=1e-6,
+                                           err_msg=f"{qas_id} {key}")

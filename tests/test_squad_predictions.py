@@ -5,8 +5,10 @@ import json
 import os
 import types
 
+import numpy as np
 import pytest
 
+from albert_fixtures import SPM_MODEL
 from bert_tf.evaluation import squad_predictions as sp
 from bert_tf.data import squad
 from test_data_squad import EXPECTED, make_expected, tokenizer, absl_log  # noqa: F401
@@ -197,3 +199,70 @@ def test_blocks_of_examples_give_the_same_files(tokenizer, tmp_path, monkeypatch
     files = _write(tmp_path, *_inputs("v2", tokenizer), 5, 4, True, 0.0)
     assert (files["predictions"], files["nbest"], files["null_odds"]) == (
         expected["predictions"], expected["nbest"], expected["null_odds"])
+
+
+# -- SentencePiece (ALBERT): answers are characters of the context -----------------------------
+
+@pytest.mark.parametrize("do_lower_case", [True, False], ids=["uncased", "cased"])
+def test_sentencepiece_predictions_are_the_contexts_characters(tmp_path, do_lower_case):
+    """Logits peaked on each training answer's pieces predict exactly the answer's text as the
+    context writes it: accents (precomposed and decomposed), capitals, digits with commas,
+    punctuation around it, a whitespace run, tab, newline or NBSP inside it. (BERT's
+    get_final_text projection gives other texts for several of them: SentencePiece's pieces
+    do not de-tokenize to BasicTokenizer's words.)"""
+    from albert_fixtures import ANSWERS, write_squad
+
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    tokenizer = AlbertTokenizer(SPM_MODEL, do_lower_case)
+    path = write_squad(tmp_path / "squad.json")
+    shape = dict(tokenizer=tokenizer, max_seq_length=40, doc_stride=8, max_query_length=12)
+    train = squad.read_squad_examples(path, True)
+    train_features = []
+    squad.convert_examples_to_features(train, is_training=True,
+                                       output_fn=train_features.append, **shape)
+    examples = squad.read_squad_examples(path, False)
+    features = []
+    squad.convert_examples_to_features(examples, is_training=False, output_fn=features.append,
+                                       **shape)
+    results = []
+    for answer, feature in zip(train_features, features):
+        start, end = np.full(40, -5.0), np.full(40, -5.0)
+        if answer.start_position:
+            start[answer.start_position] = end[answer.end_position] = 5.0
+        results.append(sp.RawResult(feature.unique_id, start.tolist(), end.tolist()))
+    predictions, nbest, _ = sp.write_predictions(
+        examples, features, results, 20, 30, do_lower_case, str(tmp_path / "p.json"),
+        str(tmp_path / "n.json"), None, special_tokens=tokenizer.special_tokens)
+    assert predictions == {qas_id: text for qas_id, _, _, text in ANSWERS}
+    assert json.loads((tmp_path / "p.json").read_text()) == predictions
+    # Every n-best text is a stretch of its context without whitespace at the ends.
+    for example in examples:
+        for entry in nbest[example.qas_id]:
+            assert entry["text"] in example.paragraph_text
+            assert entry["text"] == entry["text"].strip() != ""
+
+
+def test_sentencepiece_span_of_a_lone_word_start_is_its_word(tmp_path):
+    """A span of only a lone "▁" (no character) predicts its word, as get_final_text falls
+    back to the words."""
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    tokenizer = AlbertTokenizer(SPM_MODEL, True)
+    context = "about 1,000 people"
+    words, starts = squad.split_context(context)
+    example = squad.SquadExample("q", "How many?", words, paragraph_text=context,
+                                 word_starts=starts)
+    features = []
+    squad.convert_examples_to_features([example], tokenizer, 24, 8, 8, False, features.append)
+    (feature,) = features
+    tokens = feature.tokens
+    # "1,000" -> "▁", "1", ",", "0", "00"
+    lone = next(i for i in range(feature.doc_offset, len(tokens) - 1)
+                if tokens[i:i + 2] == ["▁", "1"])
+    logits = np.full(24, -5.0)
+    logits[lone] = 5.0
+    predictions, _, _ = sp.compute_predictions(
+        [example], features, [sp.RawResult(feature.unique_id, logits, logits)], 20, 30, True,
+        special_tokens=tokenizer.special_tokens)
+    assert predictions == {"q": "1,000"}

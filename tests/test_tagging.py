@@ -431,3 +431,96 @@ def test_sigkill_and_resume_in_the_permutation_gives_the_uninterrupted_weights(t
             shuffle_buffer_size=TaggingOptions.shuffle_buffer_size, seed=11)
 
     assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args, 16)
+
+
+# -- ALBERT: the SentencePiece model as --vocab_file --------------------------------------------
+
+def test_sentencepiece_label_on_each_words_first_piece():
+    """With ALBERT's tokenizer each word (tokenized alone: preprocess_text, SentencePiece)
+    starts with a "▁" piece; its label goes on that first piece, a lone "▁" included (the word
+    the model splits "▁" + pieces, e.g. "1,000" -> "▁", "1", ",", "0", "00"); its other pieces
+    get none."""
+    from albert_fixtures import SPM_MODEL
+
+    from bert_tf.albert.tokenization import AlbertTokenizer
+
+    tokenizer = AlbertTokenizer(SPM_MODEL, do_lower_case=True)
+    words = ["Müller", "paid", "1,000", "euros", "in", "Zürich", "(1895-1943).",
+             "re\u0301sume\u0301"]
+    tags = list(range(1, len(words) + 1))
+    windows = conll.sentence_windows(words, tags, tokenizer, 12, 4)
+    assert len(windows) > 2
+    labelled = {}
+    for window in windows:
+        assert window.tokens[0] == "[CLS]" and window.tokens[-1] == "[SEP]"
+        for position, weight in enumerate(window.label_weights):
+            if weight:
+                word = window.word_ids[position]
+                assert word not in labelled
+                labelled[word] = (window.tokens[position], window.label_ids[position])
+            else:
+                assert window.label_ids[position] == 0
+    assert labelled == {w: (tokenizer.tokenize(word)[0], tags[w]) for w, word in enumerate(words)}
+    assert all(piece.startswith("▁") for piece, _ in labelled.values())
+    assert labelled[2][0] == "▁"  # "1,000"
+
+
+def albert_setup(tmp_path):
+    """(config, options(**overrides)) over CoNLL files of ALBERT_FIXTURES' words and the tiny
+    ALBERT checkpoint."""
+    from albert_fixtures import SPM_MODEL, conll_text, write_checkpoint
+
+    from bert_tf import families
+
+    config_file, prefix = write_checkpoint(tmp_path / "albert_base")
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.RandomState(2)
+    (data / "train.txt").write_text(conll_text(rng, 12), encoding="utf-8")
+    dev = conll_text(rng, 7)
+    (data / "dev.txt").write_text(dev, encoding="utf-8")
+    (data / "test.txt").write_text(dev, encoding="utf-8")
+
+    def options(**overrides):
+        kwargs = dict(data_dir=str(data), vocab_file=SPM_MODEL, output_dir=str(tmp_path / "out"),
+                      init_checkpoint=prefix, max_seq_length=12, doc_stride=4,
+                      train_batch_size=4, eval_batch_size=3, predict_batch_size=3,
+                      num_train_epochs=1.0, learning_rate=2e-3, save_checkpoints_steps=100,
+                      iterations_per_loop=100, tagging_dropout=0.0)
+        kwargs.update(overrides)
+        return TaggingOptions(**kwargs)
+
+    return families.read_config(config_file), options
+
+
+@pytest.mark.slow  # ~30 s on 2 shared cores: trains, then evaluates and predicts twice
+def test_albert_checkpoint_trains_and_predicts_the_same_padded_and_cut(tmp_path):
+    """run_tagging on an ALBERT checkpoint (Google's albert_config.json, model.ckpt-best) with
+    its SentencePiece model: trains from the encoder, then evaluates and predicts one tag per
+    word; eval_results.txt and the predictions with batches padded to max_seq_length equal
+    those of cut batches in length order."""
+    config, options = albert_setup(tmp_path)
+    out = run(config, options(), do_train=True)
+    reader = tf.train.load_checkpoint(out["checkpoint"])
+    names = set(reader.get_variable_to_shape_map())
+    assert {"bert/encoder/transformer/group_0/inner_group_1/LayerNorm_1/gamma/adam_m",
+            "bert_tf/tagging/output_weights"} <= names
+    assert not [n for n in names if n.startswith("bert/pooler/") and "adam" in n]
+    outputs = {}
+    for name, overrides in {"padded": dict(dynamic_padding=False),
+                            "cut": dict(padding_width=2)}.items():
+        outputs[name] = tmp_path / name
+        run(config, options(output_dir=str(outputs[name]), init_checkpoint=out["checkpoint"],
+                            **overrides), do_eval=True, do_predict=True)
+    padded, cut = outputs["padded"], outputs["cut"]
+    lines = read_lines(cut / "test_predictions.txt")
+    words = {line.split()[0] for line in lines if line and not line.startswith("-DOCSTART-")}
+    assert {"1,000", "naïve", "(1895-1943)."} & words  # the lines as written, a tag each
+    assert all(len(line.split()) == 4 for line in lines if line)
+    records = tf.data.TFRecordDataset(str(cut / "eval.tf_record")).map(
+        lambda s: tf.io.parse_single_example(s, conll.feature_spec(12)))
+    lengths = {int(r["input_mask"].numpy().sum()) for r in records}
+    assert len(lengths) > 2
+    assert_eval_results_equal(padded / "eval_results.txt", cut / "eval_results.txt")
+    for name in ("eval_predictions.txt", "test_predictions.txt"):
+        assert read_lines(cut / name) == read_lines(padded / name), name

@@ -6,7 +6,6 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.bert.config import BertConfig, BertConfigError
-from bert_tf.checkpoints import CheckpointError
 from bert_tf.bert.pretraining_task import PretrainingError, PretrainingOptions, run
 from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.strategy import StrategyError, create_strategy, resolve_strategy_name

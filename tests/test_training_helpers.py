@@ -6,6 +6,7 @@ SIGKILL of a run mid-way, and the comparison of checkpoints with the original's.
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -425,7 +426,13 @@ def task_loss(task):
 def key_bias_noise(model, task, batches, extra_additions=0):
     """{key bias name: [G of each step]} (rounding_bounds.key_bias_gradient_noise) of a float32
     run of `task` over `batches` (the global batch of each step: a dict of tensors), from the
-    attention's magnitudes at `model`'s current weights."""
+    attention's magnitudes at `model`'s current weights.
+
+    A key bias that n > 1 layers share (ALBERT's groups) gets the sum of its n uses' gradients:
+    their roundings plus n - 1 more additions, whose partial sums are at most the sum of the
+    uses' A (rounding_bounds.key_bias_gradient_noise); as (sum of n A)**2 <= n * sum of A**2,
+    each use counts n * (n - 1 + extra_additions) extra additions, and the uses' G add in
+    quadrature (independent roundings)."""
     from bert_tf.checkpoints import original_variable_map
     from rounding_bounds import capture_attention, key_bias_gradient_noise
 
@@ -433,11 +440,17 @@ def key_bias_noise(model, task, batches, extra_additions=0):
     names = {id(variable): name for name, variable in original_variable_map(model).items()}
     noise = {}
     for batch in batches:
+        uses = {}
         for capture in capture_attention(model, task_loss(task), batch):
             name = names[id(capture["layer"].key.bias)]
-            assert name.endswith("/attention/self/key/bias"), name
-            noise.setdefault(name, []).append(
-                key_bias_gradient_noise(capture, heads, extra_additions=extra_additions))
+            assert re.search(r"/attention(_1)?/self/key/bias$", name), name
+            uses.setdefault(name, []).append(capture)
+        for name, captures in uses.items():
+            n = len(captures)
+            extra = n * (n - 1 + extra_additions)
+            noise.setdefault(name, []).append(np.sqrt(sum(
+                key_bias_gradient_noise(c, heads, extra_additions=extra) ** 2
+                for c in captures)))
     return noise
 
 

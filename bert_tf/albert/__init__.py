@@ -14,6 +14,17 @@ The rooms every family has:
   instances.py         sentence-order / n-gram-masked instances (create_pretraining_data's
                        algorithm)
   pretraining_data.py  create_pretraining_data's run: checks, tokenizers, writing
+  squad_data.py        SQuAD v1/v2 features of its squad_utils.py (pieces aligned to the
+                       paragraph's characters) and their records
+  finetuning.py        what the fine-tuning commands share: the trainer of their Estimator
+                       (model.ckpt-0, .meta, adamw/lamb), the files of their loops over
+                       checkpoints, run_squad_v1/v2's loop, the cached records' check
+  squad_task.py        SQuAD v1 on the trainer (span head) and its feature files; `run_v1`
+  classifier_data.py   the GLUE tasks of its classifier_utils.py (files under the GLUE root,
+                       columns, guids, labels through `preprocess_text`) and their records
+  classifier_task.py   run_classifier on the trainer: the eval of every
+                       checkpoint (best_trial.txt, model.ckpt-best), its prediction files; `run`
 and its commands, `python -m bert_tf.albert.<command>` for the original's `python -m albert.<command>`:
-`create_pretraining_data`, `run_pretraining`, `export_checkpoints`.
+`create_pretraining_data`, `run_pretraining`, `export_checkpoints`, `run_squad_v1`,
+`run_classifier`.
 """

@@ -50,8 +50,8 @@ flags.DEFINE_string("predict_feature_file", None,
                     "it does exist, it will be read.")
 flags.DEFINE_string("predict_feature_left_file", None,
                     "Location of predict features not passed to TPU. If it doesn't exist, it "
-                    "will be written. If it does exist, it will be read (bert_tf's JSON lines; "
-                    "the original's pickle is not read).")
+                    "will be written. If it does exist, it will be read (the original's pickle "
+                    "of its features, ours or the original's).")
 flags.DEFINE_string("init_checkpoint", None,
                     "Initial checkpoint (usually from a pre-trained BERT model).")
 flags.DEFINE_string("albert_hub_module_handle", None,

@@ -24,7 +24,14 @@ Public API (what run_squad_v1 and run_squad_v2 use):
   FeatureWriter(filename, is_training): `process_feature(feature)`, `close()`, `abort()`,
       `num_features`, a context manager; the original's records, written whole.
   record_feature_spec(max_seq_length, is_training, is_v2): the original reader's parsing spec.
+  save_features(path, features) / load_features(path): --predict_feature_left_file, a pickle
+      of the original's `albert.squad_utils.InputFeatures` objects (FEATURE_ATTRIBUTES), so
+      the original reads ours; `load_features` reads ours and the original's (only that class
+      is unpickled) as `FeatureRecord`s.
   align_paragraph(paragraph_text, pieces, do_lower_case): the character alignment alone.
+The run around them (feature files reused or written, the prediction loop over checkpoints,
+model.ckpt-best, eval_results.txt) is `bert_tf.albert.squad_task`'s (`train_records`,
+`predict_features`, `evaluate_checkpoints` with a version's `get_result`).
 
 Reading: `{"data": [{"paragraphs": [{"context", "qas": [{"id", "question", "answers",
 "is_impossible"}]}]}]}`. A training example keeps the answer's first character
@@ -73,18 +80,19 @@ arrays and builds its lists on access.
 This module does not import TensorFlow (only `record_feature_spec` does).
 """
 
-import collections
 import dataclasses
-import json
+import os
+import pickle
 
 import numpy as np
 from absl import logging
 
+from bert_tf import files
 from bert_tf.albert.tokenization import (SPIECE_UNDERLINE, encode_ids, encode_pieces,
                                          preprocess_text)
 from bert_tf.data.features import Int64EntryHeads, varint
-from bert_tf.data.squad import (FIRST_UNIQUE_ID, SquadDataError, make_doc_spans,
-                                max_context_spans)
+from bert_tf.data.squad import (FIRST_UNIQUE_ID, SquadDataError, json_field, load_json,
+                                make_doc_spans, max_context_spans)
 from bert_tf.data.writer import RoundRobinRecordWriter
 from bert_tf.text import printable_text
 
@@ -102,6 +110,10 @@ __all__ = [
     "align_paragraph",
     "convert_index",
     "record_feature_spec",
+    "FEATURE_ATTRIBUTES",
+    "FeatureRecord",
+    "save_features",
+    "load_features",
 ]
 
 # The original's log line for an example whose pieces do not align with its paragraph.
@@ -148,38 +160,6 @@ class SquadExample:
 # Reading
 
 
-def _load_json(path):
-    try:
-        if "://" in path:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
-
-            with tf.io.gfile.GFile(path, "r") as f:
-                return json.load(f)
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise SquadDataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SquadDataError(f"{path}: is a directory, expected a SQuAD JSON file") from None
-    except UnicodeDecodeError as e:
-        raise SquadDataError(f"{path}: not UTF-8 text ({e})") from None
-    except json.JSONDecodeError as e:
-        raise SquadDataError(f"{path}: not JSON ({e})") from None
-
-
-def _field(obj, key, types, where):
-    """obj[key], checked to be one of `types`; `where` says what obj is in the file."""
-    if not isinstance(obj, dict):
-        raise SquadDataError(f"{where}: expected a JSON object, found {type(obj).__name__}")
-    if key not in obj:
-        raise SquadDataError(f"{where}: no {key!r}")
-    value = obj[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        names = " or ".join(t.__name__ for t in types)
-        raise SquadDataError(f"{where}: {key!r} must be {names}, found {value!r:.60}")
-    return value
-
-
 def read_squad_examples(input_file, is_training):
     """Reads a SQuAD 1.1 or 2.0 JSON file, as the original's `read_squad_examples`.
 
@@ -195,18 +175,18 @@ def read_squad_examples(input_file, is_training):
       SquadDataError: naming the file (and the question id): see the module docstring.
     """
     path = str(input_file)
-    data = _field(_load_json(path), "data", (list,), f"{path}: top level")
+    data = json_field(load_json(path), "data", (list,), f"{path}: top level")
     examples = []
     for entry_index, entry in enumerate(data):
         entry_where = f"{path}: data[{entry_index}]"
         for paragraph_index, paragraph in enumerate(
-                _field(entry, "paragraphs", (list,), entry_where)):
+                json_field(entry, "paragraphs", (list,), entry_where)):
             where = f"{entry_where}.paragraphs[{paragraph_index}]"
-            paragraph_text = _field(paragraph, "context", (str,), where)
-            for qa_index, qa in enumerate(_field(paragraph, "qas", (list,), where)):
-                qas_id = _field(qa, "id", (str, int), f"{where}.qas[{qa_index}]")
+            paragraph_text = json_field(paragraph, "context", (str,), where)
+            for qa_index, qa in enumerate(json_field(paragraph, "qas", (list,), where)):
+                qas_id = json_field(qa, "id", (str, int), f"{where}.qas[{qa_index}]")
                 qa_where = f"{path}: question id {qas_id!r}"
-                example = SquadExample(qas_id, _field(qa, "question", (str,), qa_where),
+                example = SquadExample(qas_id, json_field(qa, "question", (str,), qa_where),
                                        paragraph_text)
                 if is_training:
                     _read_answer(example, qa, qa_where)
@@ -224,12 +204,12 @@ def _read_answer(example, qa, where):
         example.start_position = -1
         example.orig_answer_text = ""
         return
-    answers = _field(qa, "answers", (list,), where)
+    answers = json_field(qa, "answers", (list,), where)
     if len(answers) != 1:
         raise SquadDataError(f"{where}: {len(answers)} answers; for training, each question "
                              "should have exactly 1 answer")
-    text = _field(answers[0], "text", (str,), f"{where}, answer")
-    start = _field(answers[0], "answer_start", (int,), f"{where}, answer")
+    text = json_field(answers[0], "text", (str,), f"{where}, answer")
+    start = json_field(answers[0], "answer_start", (int,), f"{where}, answer")
     if not text:
         raise SquadDataError(f"{where}: the answer text is empty")
     if start < 0 or start + len(text) > len(example.paragraph_text):
@@ -254,11 +234,15 @@ class Alignment:
       chartok_to_orig_index: list (m) of the paragraph character matched to each piece-text
         character, or None. (The piece text is the pieces joined, "▁" read as a space.)
       score: the number of matched characters (the LCS length).
+      max_dist: the band of the pass that made it (|n - m| + 5, doubled on the retry).
+      retried: whether the first band matched at most 0.8 n characters.
     """
 
     orig_to_chartok_index: list
     chartok_to_orig_index: list
     score: int
+    max_dist: int
+    retried: bool
 
 
 def _normalized_codes(text, do_lower_case):
@@ -299,14 +283,17 @@ def _banded_lcs(orig_codes, tok_codes, max_dist):
                                -2) == orig_codes[:, None])
     # values[i + 1, k]: cell (i, i - max_dist + k); row 0 and column `width` read as 0.
     values = np.zeros((n + 1, width + 1), np.int64)
-    ends = np.clip(m - (np.arange(n) - max_dist), 0, width)  # columns k < ends[i] exist
+    ends = np.clip(m - (np.arange(n) - max_dist), 0, width).tolist()  # columns k < end exist
+    gain = match.astype(np.int64)
+    best = np.empty(width, np.int64)
     for i in range(n):
-        above = values[i]
-        diagonal = above[:width] + 1
-        up = above[1:]
         end = ends[i]
         if end:
-            best = np.where(match[i] & (diagonal > up), diagonal, up)
+            above = values[i]
+            # max(above, diagonal + 1 where the characters match): all values are >= 0.
+            np.add(above[:width], 1, out=best)
+            np.multiply(best, gain[i], out=best)
+            np.maximum(best, above[1:], out=best)
             np.maximum.accumulate(best[:end], out=values[i + 1, :end])
     up = values[:n, 1:]
     diagonal = values[:n, :width] + 1
@@ -339,7 +326,8 @@ def align_paragraph(paragraph_text, pieces, do_lower_case):
     tok_codes = np.array([ord(c) for c in piece_text], np.int64)
     max_dist = abs(n - m) + 5
     score, moves = _banded_lcs(orig_codes, tok_codes, max_dist)
-    if not score > MIN_MATCHED_SHARE * n:
+    retried = not score > MIN_MATCHED_SHARE * n
+    if retried:
         max_dist *= 2  # once more on a band twice as wide, as the original
         score, moves = _banded_lcs(orig_codes, tok_codes, max_dist)
     orig_to_chartok = [None] * n
@@ -360,7 +348,7 @@ def align_paragraph(paragraph_text, pieces, do_lower_case):
         else:
             break
     kept = score >= MIN_MATCHED_SHARE * n and any(v is not None for v in orig_to_chartok)
-    return Alignment(orig_to_chartok, chartok_to_orig, score), kept
+    return Alignment(orig_to_chartok, chartok_to_orig, score, max_dist, retried), kept
 
 
 def convert_index(index, pos, m=None, is_start=True):
@@ -755,3 +743,79 @@ class FeatureWriter(RoundRobinRecordWriter):
 
     def process_feature(self, feature):
         self.write(self.encode(feature))
+
+
+# ---------------------------------------------------------------------------------------------
+# The prediction features file (--predict_feature_left_file)
+
+# The attributes of the original's InputFeatures, which its prediction code reads.
+FEATURE_ATTRIBUTES = ("unique_id", "example_index", "doc_span_index", "tok_start_to_orig_index",
+                      "tok_end_to_orig_index", "token_is_max_context", "tokens", "input_ids",
+                      "input_mask", "segment_ids", "paragraph_len", "start_position",
+                      "end_position", "is_impossible", "p_mask")
+# The original pickles its features as objects of this class (run as `python -m albert.*`).
+_ORIGINAL_CLASS = b"albert.squad_utils\nInputFeatures\n"
+
+
+class FeatureRecord:
+    """One window's features as plain attributes (FEATURE_ATTRIBUTES): what `load_features`
+    returns."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+class _OriginalFeatures:
+    """Stands for the original's class while pickling (see `save_features`)."""
+
+
+def save_features(path, features):
+    """Writes `features` (InputFeatures or FeatureRecords) to `path` as the original's
+    --predict_feature_left_file: a pickle of a list of `albert.squad_utils.InputFeatures`
+    objects with the original's attributes, so the original reads ours and `load_features`
+    reads both. Written whole (`files.write_atomic`)."""
+    stand_ins = []
+    for feature in features:
+        stand_in = _OriginalFeatures()
+        stand_in.__dict__.update((name, getattr(feature, name)) for name in FEATURE_ATTRIBUTES)
+        stand_ins.append(stand_in)
+    # Protocol 2 names a class once, by a GLOBAL opcode before the first object's state (later
+    # objects refer to it by memo): that name becomes the original's class.
+    data = pickle.dumps(stand_ins, protocol=2)
+    ours = b"c" + f"{__name__}\n{_OriginalFeatures.__qualname__}\n".encode()
+    at = data.find(ours)
+    if stand_ins:
+        if not 0 <= at < 16:
+            raise AssertionError(f"unexpected pickle layout ({at})")
+        data = data[:at] + b"c" + _ORIGINAL_CLASS + data[at + len(ours):]
+    files.write_atomic(path, data)
+
+
+class _FeatureUnpickler(pickle.Unpickler):
+    """Loads only the original's InputFeatures class (as FeatureRecord): the file is data, not
+    code."""
+
+    def find_class(self, module, name):
+        if name == "InputFeatures" and module.rsplit(".", 1)[-1] == "squad_utils":
+            return FeatureRecord
+        raise pickle.UnpicklingError(f"it holds {module}.{name}, not squad_utils' features")
+
+
+def load_features(path):
+    """The features of a --predict_feature_left_file (ours or the original's): list of
+    FeatureRecord. Raises SquadDataError naming the file when it is not one."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") if "://" not in path else files.tf_gfile().GFile(path, "rb") as f:
+            features = _FeatureUnpickler(f).load()
+    except FileNotFoundError:
+        raise SquadDataError(f"{path}: no such file") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError) as e:
+        raise SquadDataError(f"{path}: not a file of SQuAD features ({e})") from None
+    if not isinstance(features, list) or not all(
+            isinstance(f, FeatureRecord) and all(hasattr(f, a) for a in FEATURE_ATTRIBUTES)
+            for f in features):
+        raise SquadDataError(f"{path}: not a list of SQuAD features with the original's "
+                             "attributes")
+    return features

@@ -18,15 +18,14 @@ import dataclasses
 import json
 import os
 import random
-import re
-import types
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoints, families, files
+from bert_tf import checkpoints, families
 from bert_tf.albert import squad_data
+from bert_tf.albert.finetuning import BEST_NAME, score_checkpoints
 from bert_tf.albert.heads import SquadV2Head
 from bert_tf.albert.tokenization import AlbertTokenizer
 from bert_tf.checkpoints import CheckpointError
@@ -174,17 +173,6 @@ class SquadV2Task(Task):
 class SquadV2Error(TrainingError):
     """Flags or files that do not make a valid run_squad_v2 run; the message says which."""
 
-
-# The evaluated checkpoint with the best F1 is copied to this name, as the original's loop does.
-BEST_NAME = "model.ckpt-best"
-BEST_KEY = "f1"
-# The files of a checkpoint the original's loop copies and removes, in its order (the trainer
-# writes no .meta: that one is copied when present).
-_CHECKPOINT_FILES = ("meta", "data-00000-of-00001", "index")
-_CHECKPOINT_INDEX = re.compile(r"^model\.ckpt-(\d+)\.index$")
-# The first line of a --predict_feature_left_file bert_tf writes (JSON lines of the features
-# post-processing reads; the original pickles its InputFeatures objects).
-_LEFT_FILE_HEADER = {"bert_tf": "albert run_squad_v2 predict features", "version": 1}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -339,56 +327,21 @@ def _train(trainer, options, examples, tokenizer, step_callback):
     return trainer.train([path], step_callback=step_callback)
 
 
-def _write_left_file(path, features):
-    """The features post-processing reads, one JSON line each, after a header line."""
-    with files.atomic_open(path) as f:
-        f.write(json.dumps(_LEFT_FILE_HEADER) + "\n")
-        for feature in features:
-            f.write(json.dumps({
-                "unique_id": feature.unique_id, "example_index": feature.example_index,
-                "doc_span_index": feature.doc_span_index,
-                "tokens": list(feature.tokens[:feature.paragraph_len]),
-                "tok_start_to_orig_index": list(feature.tok_start_to_orig_index),
-                "tok_end_to_orig_index": list(feature.tok_end_to_orig_index),
-                "token_is_max_context": sorted(feature.token_is_max_context.items())},
-                ensure_ascii=False) + "\n")
-
-
-def _read_left_file(path):
-    def refuse(line, why):
-        return SquadV2Error(
-            f"--predict_feature_left_file={path}: line {line}: {why}; it is not a features "
-            "file of bert_tf's run_squad_v2 (the original's is a Python pickle, not read "
-            "here): delete it and --predict_feature_file to rebuild both from --predict_file")
-
-    features = []
-    with tf.io.gfile.GFile(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                value = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise refuse(number, f"not JSON ({e})") from None
-            if number == 1:
-                if value != _LEFT_FILE_HEADER:
-                    raise refuse(1, "no bert_tf header")
-                continue
-            try:
-                value["token_is_max_context"] = {int(k): bool(v) for k, v in
-                                                 value["token_is_max_context"]}
-                features.append(types.SimpleNamespace(**value))
-            except (KeyError, TypeError, ValueError) as e:
-                raise refuse(number, f"not a feature ({e})") from None
-    return features
-
-
 def _predict_features(options, examples, tokenizer):
     """The predict windows: read from --predict_feature_left_file when it and
     --predict_feature_file exist (the original's cache), else converted from the examples and
-    written to both."""
+    written to both. The left file is the original's pickle of its InputFeatures
+    (`squad_data.save_features` / `load_features`, as run_squad_v1's): either run's file,
+    ours or the original's, is read by the other."""
     records, left = options.predict_feature_file, options.predict_feature_left_file
     if tf.io.gfile.exists(records) and tf.io.gfile.exists(left):
         logging.info("Loading eval features from %s", left)
-        return _read_left_file(left)
+        try:
+            return squad_data.load_features(left)
+        except squad_data.SquadDataError as e:
+            message = (f"--predict_feature_left_file={e}; delete it and --predict_feature_file "
+                       "to rebuild both from --predict_file")
+            raise SquadV2Error(message) from None
     features = []
 
     def keep(feature):
@@ -397,7 +350,7 @@ def _predict_features(options, examples, tokenizer):
 
     with squad_data.FeatureWriter(records, is_training=False) as writer:
         _convert(options, tokenizer, examples, False, keep)
-    _write_left_file(left, features)
+    squad_data.save_features(left, features)
     return features
 
 
@@ -464,106 +417,16 @@ class _Predictor:
         return scores, global_step
 
 
-def _checkpoint_steps(directory):
-    """{N: prefix} of the model.ckpt-N in `directory` (not model.ckpt-best)."""
-    steps = {}
-    for name in tf.io.gfile.listdir(directory):
-        match = _CHECKPOINT_INDEX.match(name)
-        if match:
-            steps[int(match.group(1))] = os.path.join(directory, name[:-len(".index")])
-    return steps
-
-
-def _newer_checkpoints(directory, step):
-    return [s for s in _checkpoint_steps(directory) if s > step]
-
-
-def _remove_checkpoint(prefix):
-    """The original's removal of an evaluated checkpoint: its files, and (ours) the input
-    position saved beside it."""
-    for ext in _CHECKPOINT_FILES:
-        if tf.io.gfile.exists(f"{prefix}.{ext}"):
-            logging.info("removing %s.%s", prefix, ext)
-    files.remove(f"{prefix}.meta")
-    checkpoints.delete_checkpoint(prefix)
-    for path in tf.io.gfile.glob(f"{prefix}.input-*"):
-        files.remove(path)
-
-
-def _copy_to_best(prefix):
-    """Copies checkpoint `prefix`'s files to model.ckpt-best.* (each whole); returns the
-    eval_results.txt lines of the original for them."""
-    best = os.path.join(os.path.dirname(prefix), BEST_NAME)
-    lines = []
-    for ext in _CHECKPOINT_FILES:
-        source, target = f"{prefix}.{ext}", f"{best}.{ext}"
-        if not tf.io.gfile.exists(source):
-            continue
-        logging.info("saving %s to %s", source, target)
-        with files.atomic_path(target) as temp:
-            tf.io.gfile.copy(source, temp, overwrite=True)
-        lines.append(f"saved {source} to {target}\n")
-    return lines
-
-
-def _result_lines(scores):
-    lines = []
-    for key in sorted(scores):
-        logging.info("  %s = %s", key, str(scores[key]))
-        lines.append(f"{key} = {scores[key]}\n")
-    return lines
-
-
 def evaluate_checkpoints(output_dir, score, num_train_steps, init_checkpoint=None):
-    """The original's prediction loop: the model.ckpt-best of an earlier run (if any), then
-    every model.ckpt-N newer than it, in order, scored by `score(prefix)` -> (scores, step);
-    a better F1 copies the checkpoint to model.ckpt-best; checkpoints with more than one (two,
-    once scored) newer ones are removed; the final scores are model.ckpt-best's. Writes
-    eval_results.txt as the original. Unlike the original, it does not wait for checkpoints
-    a training elsewhere has yet to write; without any checkpoint it predicts with
-    `init_checkpoint` (the original waits forever). Returns the final scores."""
-    eval_file = os.path.join(output_dir, "eval_results.txt")
-    best = os.path.join(output_dir, BEST_NAME)
-    lines = []
-    last = None  # (prefix, scores, step) of the latest `score` call: the files on disk
-
-    def scored(prefix):
-        nonlocal last
-        scores, step = score(prefix)
-        last = (prefix, scores, step)
-        return scores, step
-
-    best_source = None
-    if tf.io.gfile.exists(best + ".index"):
-        scores, global_step = scored(best)
-        best_perf, best_source = scores[BEST_KEY], best
-    else:
-        global_step, best_perf = -1, -1
-    for step, prefix in sorted(_checkpoint_steps(output_dir).items()):
-        if global_step >= step:
-            if len(_newer_checkpoints(output_dir, step)) > 1:
-                _remove_checkpoint(prefix)
-            continue
-        scores, global_step = scored(prefix)
-        logging.info("***** Eval results *****")
-        lines += _result_lines(scores)
-        if scores[BEST_KEY] > best_perf:
-            best_perf, best_source = scores[BEST_KEY], prefix
-            lines += _copy_to_best(prefix)
-        lines.append(f"best {BEST_KEY} = {best_perf}\n")
-        logging.info("  best %s = %s", BEST_KEY, best_perf)
-        if len(_newer_checkpoints(output_dir, global_step)) > 2:
-            _remove_checkpoint(prefix)
-        lines.append("=" * 50 + "\n")
-        files.write_atomic(eval_file, "".join(lines))
+    """The original's prediction loop (`finetuning.score_checkpoints`) with `score(prefix)` ->
+    (scores, step); the final scores are model.ckpt-best's. Unlike the original, it does not
+    wait for checkpoints a training elsewhere has yet to write; without any checkpoint it
+    predicts with `init_checkpoint` (the original waits forever). Returns the final scores."""
     if num_train_steps is None:
-        logging.info("No --train_file: scored the checkpoints of %s (the original reads "
+        logging.info("No --train_file: scoring the checkpoints of %s (the original reads "
                      "--train_file for the last step it waits for)", output_dir)
-    elif global_step < num_train_steps:
-        logging.info("global_step %d < num_train_steps %d: not waiting for the newer "
-                     "checkpoints a training elsewhere may write (the original waits)",
-                     global_step, num_train_steps)
-    if best_source is None:
+
+    def init():
         if not init_checkpoint:
             raise SquadV2Error(
                 f"--output_dir={output_dir} has no checkpoint (model.ckpt-N or {BEST_NAME}) "
@@ -571,20 +434,9 @@ def evaluate_checkpoints(output_dir, score, num_train_steps, init_checkpoint=Non
         logging.info("No checkpoint in %s: predicting with --init_checkpoint=%s", output_dir,
                      init_checkpoint)
         scores, global_step = score(init_checkpoint, flag="init_checkpoint")
-        lines += _result_lines(scores)
-        lines.append(f"predicted with --init_checkpoint={init_checkpoint}\n")
-        files.write_atomic(eval_file, "".join(lines))
-        return scores
-    if last is not None and last[0] in (best_source, best):
-        # model.ckpt-best holds the weights just scored: its files are on disk already.
-        _, scores, global_step = last
-    else:
-        scores, global_step = scored(best)
-    logging.info("***** Final Eval results *****")
-    lines += _result_lines(scores)
-    lines.append(f"best perf happened at step: {global_step}")
-    files.write_atomic(eval_file, "".join(lines))
-    return scores
+        return scores, global_step, f"predicted with --init_checkpoint={init_checkpoint}\n"
+
+    return score_checkpoints(output_dir, score, init, num_train_steps)
 
 
 def _predict(trainer, options, tokenizer, dataset, num_train_steps):

@@ -14,6 +14,9 @@ changing the import: `SPIECE_UNDERLINE`, `preprocess_text`, `encode_pieces`, `en
     --vocab_file may be a SentencePiece model, and `tokenize` runs `preprocess_text` first, as
     every caller of the original does before SentencePiece;
   - `tokenize_to_ids` on both (what the data code calls; `convert_tokens_to_ids(tokenize(t))`).
+  - `preprocess_text_with_offsets`, `encode_pieces_with_offsets` and
+    `AlbertTokenizer.tokenize_with_offsets`: the same pieces and, for each, the characters of
+    the text it stands for (what SQuAD maps predicted pieces back to the context with).
 
 The original's behaviour, quirks included (the original code is the authority):
   - `preprocess_text`: whitespace runs collapsed to one space and the ends stripped (Python's
@@ -35,6 +38,7 @@ the comparison above fail).
 Pure Python, no TensorFlow; `sentencepiece` is imported when a model is loaded.
 """
 
+import bisect
 import collections
 import os
 import unicodedata
@@ -57,6 +61,8 @@ __all__ = [
     "preprocess_text",
     "encode_pieces",
     "encode_ids",
+    "preprocess_text_with_offsets",
+    "encode_pieces_with_offsets",
     "load_vocab",
     "load_sentencepiece",
     "is_sentencepiece_model",
@@ -122,6 +128,123 @@ def encode_pieces(sp_model, text, return_unicode=True, sample=False):
         else:
             out.append(piece)
     return out
+
+
+def preprocess_text_with_offsets(inputs, remove_space=True, lower=False):
+    """`preprocess_text(inputs, remove_space, lower)` and where each of its characters comes
+    from.
+
+    Each step of `preprocess_text` maps characters on their own: a whitespace run becomes one
+    space (its first character's), NFKD decomposes each character on its own and then only
+    reorders the combining characters it drops, and `str.lower` changes the length of a
+    character alone (its one context rule, the final sigma, keeps it).
+
+    Args:
+      inputs: str.
+    Returns:
+      (text, origin): the preprocessed str, and per character of it (list of int) the index in
+      `inputs` of the character it comes from.
+    Raises:
+      AssertionError: if the characters do not add up to `preprocess_text`'s text (a Python
+        whose `str` rules differ from these).
+    """
+    chars, origin = [], []
+    # The first character of a whitespace run after a word (the run becomes one space, even
+    # when that word's characters are all dropped afterwards).
+    pending = None
+    in_text = False
+    for i, c in enumerate(inputs):
+        if remove_space and c.isspace():
+            if in_text and pending is None:
+                pending = i
+            continue
+        in_text = True
+        if pending is not None:
+            chars.append(" ")
+            origin.append(pending)
+            pending = None
+        for d in unicodedata.normalize("NFKD", c):
+            if not unicodedata.combining(d):
+                chars.append(d)
+                origin.append(i)
+    text = "".join(chars)
+    if lower:
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            origin = [o for c, o in zip(chars, origin) for _ in range(len(c.lower()))]
+        text = lowered
+    expected = preprocess_text(inputs, remove_space=remove_space, lower=lower)
+    if text != expected or len(origin) != len(text):
+        raise AssertionError(f"preprocess_text_with_offsets({inputs!r}) gave {text!r}, "
+                             f"preprocess_text {expected!r}")
+    return text, origin
+
+
+def _serialized_pieces(sp_model, text):
+    """SentencePiece's pieces of `text` and their character spans [(start, end)] in `text`
+    (the pieces of `EncodeAsPieces`; spans from its byte offsets, without whitespace at either
+    end; a lone "▁" gets an empty span where its word starts)."""
+    from sentencepiece import sentencepiece_pb2  # pylint: disable=g-import-not-at-top
+
+    proto = sentencepiece_pb2.SentencePieceText.FromString(
+        sp_model.encode(text, out_type="serialized_proto"))
+    byte_ends = []  # UTF-8 end offset of each character
+    total = 0
+    for c in text:
+        total += len(c.encode("utf-8"))
+        byte_ends.append(total)
+    pieces, spans = [], []
+    for piece in proto.pieces:
+        start = bisect.bisect_right(byte_ends, piece.begin)
+        end = bisect.bisect_left(byte_ends, piece.end) + 1 if piece.end > piece.begin else start
+        if not piece.piece.replace(SPIECE_UNDERLINE, ""):
+            # A word-start mark alone stands for no character (its surface is the whitespace,
+            # or characters SentencePiece removes, before a word): empty, where the word starts.
+            start = end
+            while start < len(text) and text[start].isspace():
+                start += 1
+            end = start
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        pieces.append(piece.piece)
+        spans.append((start, end))
+    return pieces, spans
+
+
+def encode_pieces_with_offsets(sp_model, text):
+    """`encode_pieces(sp_model, text)` and, for each piece, the characters of `text` it stands
+    for.
+
+    Returns:
+      (pieces, spans): the pieces (list of str) and a (start, end) character span of `text` per
+      piece, with no whitespace at either end; a piece standing for no character (a lone "▁"
+      SentencePiece puts before a word it cannot start with a "▁" piece) has start == end at
+      the start of its word. The digit-comma rule's pieces share the number's characters:
+      "▁1990," -> "▁" (empty), "1990" (the digits), "," (the comma).
+    """
+    raw, raw_spans = _serialized_pieces(sp_model, text)
+    pieces, spans = [], []
+    for piece, (start, end) in zip(raw, raw_spans):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            number = piece[:-1].replace(SPIECE_UNDERLINE, "")
+            sub, sub_spans = _serialized_pieces(sp_model, number)
+            has_comma = end > start and text[end - 1] == ","
+            number_end = end - 1 if has_comma else end
+            exact = text[start:number_end] == number
+            for sub_start, sub_end in sub_spans:
+                if exact:
+                    spans.append((start + sub_start, start + sub_end))
+                else:  # SentencePiece normalised the number: each piece gets all of it
+                    spans.append((start, number_end if sub_end > sub_start else start))
+            pieces += sub
+            pieces.append(",")
+            spans.append((number_end, end) if has_comma else (start, end))
+        else:
+            pieces.append(piece)
+            spans.append((start, end))
+    return pieces, spans
 
 
 def encode_ids(sp_model, text, sample=False):
@@ -333,3 +456,41 @@ class AlbertTokenizer(FullTokenizer):
 
     def tokenize_to_ids(self, text):
         return super().tokenize_to_ids(self.preprocess(text))
+
+    def tokenize_with_offsets(self, text):
+        """`tokenize(text)` and the characters of `text` each piece stands for (SentencePiece).
+
+        Returns:
+          (pieces, spans): the pieces of `tokenize(text)` (list of str) and, per piece, the
+          (start, end) span of the characters of `text` it comes from: a span never starts or
+          ends with whitespace, covers the combining marks `preprocess_text` drops after its
+          last character, and is empty (start == end, where its word starts) for a piece that
+          stands for no character, such as a lone "▁". `text[start:end]` of a run of pieces is
+          the original text they were made from, accents, case and spacing included.
+        Raises:
+          TypeError: on the WordPiece path (BERT's SQuAD post-processing maps WordPiece
+            pieces back to the text; this tokenizer's `special_tokens` say which path it is).
+        """
+        if self.sp_model is None:
+            raise TypeError("tokenize_with_offsets needs a SentencePiece model; this tokenizer "
+                            "reads a WordPiece vocab")
+        text = convert_to_unicode(text)
+        normalized, origin = preprocess_text_with_offsets(text, lower=self.do_lower_case)
+        pieces, spans = encode_pieces_with_offsets(self.sp_model, normalized)
+        # The end of each character of `text`, extended over the characters after it that
+        # preprocess_text drops (combining marks), up to the next kept or whitespace character.
+        kept = set(origin)
+        extent = [0] * len(text)
+        next_stop = len(text)
+        for i in range(len(text) - 1, -1, -1):
+            extent[i] = next_stop
+            if i in kept or text[i].isspace():
+                next_stop = i
+        original = []
+        for start, end in spans:
+            if end > start:
+                original.append((origin[start], extent[origin[end - 1]]))
+            else:
+                position = origin[start] if start < len(origin) else len(text)
+                original.append((position, position))
+        return pieces, original

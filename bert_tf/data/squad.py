@@ -24,6 +24,19 @@ becomes one feature `[CLS] query [SEP] window [SEP]` with a `unique_id` counting
 start = end = 0. [CLS], [SEP] and the word-boundary rule of the answer narrowing are the
 tokenizer's (its `special_tokens`); every piece belongs to the word it was tokenized from.
 
+Pieces that mark word starts (SentencePiece's "▁") with a tokenizer that gives each piece's
+characters (`tokenize_with_offsets`: ALBERT's): the words are still split as above and
+tokenized one by one (SentencePiece pieces never cross whitespace, so they are the pieces of
+the whole text), but each piece also carries the characters of the context it stands for
+(`_Document.char_starts` / `char_ends`). The training answer is then the pieces holding
+characters of `[answer_start, answer_start + len(text))` (not the token matching of
+`_improve_answer_span`), and a predicted span's text is the context's characters from its
+first piece to its last (`bert_tf.evaluation.squad_predictions`), not `get_final_text`'s
+BasicTokenizer projection, which cannot undo SentencePiece's normalisation (its spacing
+around punctuation, "1,000" as "▁1" "," "000", NFKD). The examples keep the context and
+where each word starts in it for this (`paragraph_text`, `word_starts`, `answer_start`).
+WordPiece tokenizers (BERT's) go the original's way, unchanged.
+
 Where we differ from the original, each time where it crashes, hangs or silently goes wrong:
   - a file that is not SQuAD JSON, a question without id / question / answers, an answer without
     text / answer_start, and 2.0 training data without `is_impossible`: `SquadDataError` naming
@@ -94,13 +107,22 @@ class SquadExample:
       start_position, end_position: int word indexes of the answer (training; -1 when
         impossible), None in prediction.
       is_impossible: bool (2.0 training only; False otherwise).
+    Ours (None when the example was built without them, e.g. by the original's code):
+      paragraph_text: str, the context as in the file (shared by its questions).
+      word_starts: list of int, the character where each word of `doc_tokens` starts in it.
+      answer_start: int, the training answer's first character in it (None for an impossible
+        question).
+    A tokenizer that gives each piece's characters (`tokenize_with_offsets`) aligns answers by
+    these; see `convert_examples_to_features`.
     """
 
     __slots__ = ("qas_id", "question_text", "doc_tokens", "orig_answer_text", "start_position",
-                 "end_position", "is_impossible")
+                 "end_position", "is_impossible", "paragraph_text", "word_starts",
+                 "answer_start")
 
     def __init__(self, qas_id, question_text, doc_tokens, orig_answer_text=None,
-                 start_position=None, end_position=None, is_impossible=False):
+                 start_position=None, end_position=None, is_impossible=False,
+                 paragraph_text=None, word_starts=None, answer_start=None):
         self.qas_id = qas_id
         self.question_text = question_text
         self.doc_tokens = doc_tokens
@@ -108,6 +130,9 @@ class SquadExample:
         self.start_position = start_position
         self.end_position = end_position
         self.is_impossible = is_impossible
+        self.paragraph_text = paragraph_text
+        self.word_starts = word_starts
+        self.answer_start = answer_start
 
     def __repr__(self):
         return (f"SquadExample(qas_id={self.qas_id!r}, question_text={self.question_text!r}, "
@@ -120,7 +145,9 @@ class SquadExample:
 # Reading
 
 
-def _load_json(input_file):
+def load_json(input_file):
+    """The parsed JSON of `input_file` (local, or with a scheme through tf.io.gfile);
+    SquadDataError naming the file when it is missing, a directory, not UTF-8 or not JSON."""
     path = str(input_file)
     try:
         if "://" in path:
@@ -140,7 +167,7 @@ def _load_json(input_file):
         raise SquadDataError(f"{path}: not JSON ({e})") from None
 
 
-def _field(obj, key, types, where):
+def json_field(obj, key, types, where):
     """obj[key], checked to be of one of `types`; `where` says what obj is in the file."""
     if not isinstance(obj, dict):
         raise SquadDataError(f"{where}: expected a JSON object, found {type(obj).__name__}")
@@ -166,6 +193,18 @@ def split_context(paragraph_text):
     return words, starts
 
 
+def context_of(example):
+    """(paragraph_text, word_starts) of an example: as read from the file, or, for an example
+    built without them, its words joined by single spaces and where each starts there."""
+    if example.paragraph_text is not None and example.word_starts is not None:
+        return example.paragraph_text, example.word_starts
+    starts, position = [], 0
+    for word in example.doc_tokens:
+        starts.append(position)
+        position += len(word) + 1
+    return " ".join(example.doc_tokens), starts
+
+
 def read_squad_examples(input_file, is_training, version_2_with_negative=False):
     """Reads a SQuAD JSON file (`{"data": [{"paragraphs": [{"context", "qas"}]}]}`).
 
@@ -182,26 +221,27 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
       SquadDataError: see the module docstring; the message names the file and question id.
     """
     path = str(input_file)
-    data = _field(_load_json(path), "data", (list,), f"{path}: top level")
+    data = json_field(load_json(path), "data", (list,), f"{path}: top level")
     examples = []
     for entry_index, entry in enumerate(data):
         entry_where = f"{path}: data[{entry_index}]"
-        paragraphs = _field(entry, "paragraphs", (list,), entry_where)
+        paragraphs = json_field(entry, "paragraphs", (list,), entry_where)
         for paragraph_index, paragraph in enumerate(paragraphs):
             where = f"{entry_where}.paragraphs[{paragraph_index}]"
-            context = _field(paragraph, "context", (str,), where)
-            qas = _field(paragraph, "qas", (list,), where)
+            context = json_field(paragraph, "context", (str,), where)
+            qas = json_field(paragraph, "qas", (list,), where)
             doc_tokens, word_starts = split_context(context)
             for qa_index, qa in enumerate(qas):
                 qa_where = f"{where}.qas[{qa_index}]"
-                qas_id = _field(qa, "id", (str, int), qa_where)
+                qas_id = json_field(qa, "id", (str, int), qa_where)
                 qa_where = f"{path}: question id {qas_id!r}"
-                question_text = _field(qa, "question", (str,), qa_where)
+                question_text = json_field(qa, "question", (str,), qa_where)
                 if qa.get("is_impossible") and not version_2_with_negative:
                     raise SquadDataError(
                         f"{qa_where} is marked is_impossible (SQuAD 2.0 data): pass "
                         "version_2_with_negative=True (--version_2_with_negative)")
-                example = SquadExample(qas_id, question_text, doc_tokens)
+                example = SquadExample(qas_id, question_text, doc_tokens,
+                                       paragraph_text=context, word_starts=word_starts)
                 if is_training and not _read_answer(
                         example, qa, qa_where, context, word_starts, version_2_with_negative):
                     continue
@@ -223,13 +263,13 @@ def _read_answer(example, qa, where, context, word_starts, version_2_with_negati
         example.start_position = example.end_position = -1
         example.orig_answer_text = ""
         return True
-    answers = _field(qa, "answers", (list,), where)
+    answers = json_field(qa, "answers", (list,), where)
     if len(answers) != 1:
         raise SquadDataError(
             f"{where}: {len(answers)} answers; for training, each question should have exactly "
             "1 answer")
-    text = _field(answers[0], "text", (str,), f"{where}, answer")
-    answer_start = _field(answers[0], "answer_start", (int,), f"{where}, answer")
+    text = json_field(answers[0], "text", (str,), f"{where}, answer")
+    answer_start = json_field(answers[0], "answer_start", (int,), f"{where}, answer")
     cleaned = " ".join(whitespace_tokenize(text))
     if not cleaned:
         raise SquadDataError(f"{where}: the answer text {text!r} is empty")
@@ -249,6 +289,7 @@ def _read_answer(example, qa, where, context, word_starts, version_2_with_negati
     example.orig_answer_text = text
     example.start_position = start
     example.end_position = end
+    example.answer_start = answer_start
     return True
 
 
@@ -343,18 +384,31 @@ class _Document:
       tok_to_orig_index: array of int, the word of each piece.
       orig_to_tok_index: array of int, the first piece of each word (the next word's first piece
         for a word without pieces).
+      char_starts, char_ends: arrays of int, the characters of the paragraph's text each piece
+        stands for, [start, end) (empty for a piece standing for none, e.g. a lone "▁"), when
+        the tokenizer gives them (`tokenize_with_offsets`); else None.
       windows: dict max_tokens_for_doc -> (list of DocSpan, max_context_spans list).
     """
 
-    __slots__ = ("tokens", "ids", "tok_to_orig_index", "orig_to_tok_index", "windows")
+    __slots__ = ("tokens", "ids", "tok_to_orig_index", "orig_to_tok_index", "char_starts",
+                 "char_ends", "windows")
 
-    def __init__(self, doc_words, word_ids, inv_vocab):
+    def __init__(self, doc_words, word_ids, inv_vocab, word_offsets=None, word_starts=None):
         ids = []
         tok_to_orig = array.array("i")
         orig_to_tok = array.array("i")
+        self.char_starts = self.char_ends = None
+        if word_offsets is not None:
+            self.char_starts, self.char_ends = array.array("i"), array.array("i")
         for i, word in enumerate(doc_words):
             orig_to_tok.append(len(ids))
-            pieces = word_ids(word)
+            if word_offsets is None:
+                pieces = word_ids(word)
+            else:
+                pieces, spans = word_offsets(word)
+                start = word_starts[i]
+                self.char_starts.extend(start + a for a, _ in spans)
+                self.char_ends.extend(start + b for _, b in spans)
             ids += pieces
             tok_to_orig.extend([i] * len(pieces))
         self.ids = ids
@@ -362,6 +416,21 @@ class _Document:
         self.tok_to_orig_index = tok_to_orig
         self.orig_to_tok_index = orig_to_tok
         self.windows = {}
+
+    def answer_pieces(self, first, last, answer_start, answer_end):
+        """The pieces among [first, last] that hold characters of the answer
+        [answer_start, answer_end): (first piece, last piece), or (first, last) when none
+        does."""
+        starts, ends = self.char_starts, self.char_ends
+        inside = [i for i in range(first, last + 1)
+                  if starts[i] < ends[i] and starts[i] < answer_end and ends[i] > answer_start]
+        return (inside[0], inside[-1]) if inside else (first, last)
+
+    def span_text(self, context, first, last):
+        """The characters of `context` from piece `first`'s first to piece `last`'s last
+        (whitespace at the ends stripped), "" when they hold none."""
+        start, end = self.char_starts[first], self.char_ends[last]
+        return context[start:end].strip() if end > start else ""
 
     def spans(self, max_tokens_for_doc, doc_stride):
         value = self.windows.get(max_tokens_for_doc)
@@ -488,6 +557,26 @@ def _word_ids_function(tokenizer):
     return word_ids
 
 
+def _word_offsets_function(tokenizer):
+    """word -> (piece ids, [(start, end)] character spans within the word), memoized for the
+    call; None unless the tokenizer gives offsets (`tokenize_with_offsets`) for pieces that mark
+    word starts. WordPiece's keep the original's alignment (its `##` pieces are mapped back to
+    the text by `get_final_text`)."""
+    method = getattr(tokenizer, "tokenize_with_offsets", None)
+    if method is None or special_tokens_of(tokenizer).continuation_prefix is not None:
+        return None
+    memo = {}
+
+    def word_offsets(word):
+        value = memo.get(word)
+        if value is None:
+            pieces, spans = method(word)
+            value = memo[word] = (tokenizer.convert_tokens_to_ids(pieces), spans)
+        return value
+
+    return word_offsets
+
+
 def word_ids_of_text(tokenizer, text):
     """The piece ids of a whole text (the query)."""
     if hasattr(tokenizer, "tokenize_to_ids"):
@@ -536,6 +625,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
             from None
     inv_vocab = tokenizer.inv_vocab
     word_ids = _word_ids_function(tokenizer)
+    word_offsets = _word_offsets_function(tokenizer)
     documents = {}  # id(doc_tokens) -> (doc_tokens, _Document): paragraphs tokenized once
     unique_id = FIRST_UNIQUE_ID
     for example_index, example in enumerate(examples):
@@ -544,7 +634,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
         entry = documents.get(id(example.doc_tokens))
         if entry is None or entry[0] is not example.doc_tokens:
             entry = documents[id(example.doc_tokens)] = (
-                example.doc_tokens, _Document(example.doc_tokens, word_ids, inv_vocab))
+                example.doc_tokens, _Document(example.doc_tokens, word_ids, inv_vocab,
+                                              word_offsets, context_of(example)[1]))
         document = entry[1]
 
         tok_start = tok_end = None
@@ -556,8 +647,13 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
                 tok_end = document.orig_to_tok_index[example.end_position + 1] - 1
             else:
                 tok_end = len(document.ids) - 1
-            tok_start, tok_end = _improve_answer_span(
-                document.tokens, tok_start, tok_end, tokenizer, example.orig_answer_text)
+            if document.char_starts is not None and example.answer_start is not None:
+                tok_start, tok_end = document.answer_pieces(
+                    tok_start, tok_end, example.answer_start,
+                    example.answer_start + len(example.orig_answer_text))
+            else:
+                tok_start, tok_end = _improve_answer_span(
+                    document.tokens, tok_start, tok_end, tokenizer, example.orig_answer_text)
 
         max_tokens_for_doc = special.pair_budget(max_seq_length) - len(query_ids)
         doc_offset = len(query_ids) + 1 + special.pair_separators  # after [CLS] query [SEP]

@@ -10,7 +10,9 @@ run_squad.py (FINETUNING.md §2.5-2.6), with its global FLAGS as parameters:
   - 2.0: the null score is the smallest `start[0] + end[0]` over the example's windows and is
     added as a candidate;
   - candidates are sorted by start + end logit (stable); their texts are the WordPiece span
-    mapped back to the original words by `get_final_text`, taking `n_best_size` distinct texts
+    mapped back to the original words by `get_final_text` (pieces whose characters the
+    tokenizer gave, SentencePiece's: the context's characters from the span's first piece to
+    its last, see `bert_tf.data.squad`), taking `n_best_size` distinct texts
     (2.0 adds the "" entry if it was not among them, so up to n_best_size + 1 entries);
     with no candidate at all the single entry is "empty" (0.0, 0.0);
   - probabilities are a softmax over the kept entries' start + end logits (float64);
@@ -45,6 +47,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import families, files
+from bert_tf.data.squad import context_of
 from bert_tf.text import BasicTokenizer
 
 __all__ = [
@@ -218,8 +221,9 @@ def _block_arrays(features, result_of, example_of):
     Returns:
       logits: float64 [N, 2, L] (start, end); valid_start, valid_end: bool [N, L], whether a
       position is in the window's document part (for the start also: the window gives it the
-      most context); texts: per window (pieces, base, word_of) with the piece at output
-      position i = pieces[base + i] and its word = word_of[base + i].
+      most context); texts: per window (pieces, base, word_of, document) with the piece at
+      output position i = pieces[base + i] and its word = word_of[base + i]; `document` is the
+      window's `bert_tf.data.squad._Document` when it knows its pieces' characters, else None.
     """
     rows = []
     for feature in features:
@@ -255,14 +259,15 @@ def _block_arrays(features, result_of, example_of):
             valid_start[f, offset:offset + n] = (
                 best_arrays[key][1][s:s + n] == feature.doc_span_index)
             document = feature.document
-            texts.append((document.tokens, s - offset, document.tok_to_orig_index))
+            texts.append((document.tokens, s - offset, document.tok_to_orig_index,
+                           document if document.char_starts is not None else None))
         else:  # the original's InputFeatures (tokens, token_to_orig_map, token_is_max_context)
             orig_map, max_context = feature.token_to_orig_map, feature.token_is_max_context
             for i in orig_map:
                 if 0 <= i < num_positions:
                     valid_end[f, i] = True
                     valid_start[f, i] = bool(max_context.get(i, False))
-            texts.append((feature.tokens, 0, orig_map))
+            texts.append((feature.tokens, 0, orig_map, None))
     return logits, valid_start, valid_end, texts
 
 
@@ -342,7 +347,12 @@ def _block_candidates(logits, valid_start, valid_end, example_of_window, n_best_
 
 
 class _ExamplePredictor:
-    """The n-best list, prediction and null odds of one example, into `output` dicts."""
+    """The n-best list, prediction and null odds of one example, into `output` dicts.
+
+    A span's text: where the tokenizer gave each piece's characters (SentencePiece), the
+    paragraph's characters from the span's first piece to its last (`_context_text`); else
+    run_squad.py's `get_final_text` of its de-tokenized pieces.
+    """
 
     def __init__(self, n_best_size, do_lower_case, version_2_with_negative,
                  null_score_diff_threshold, final_text, output, special_tokens):
@@ -353,6 +363,17 @@ class _ExamplePredictor:
         self.threshold = null_score_diff_threshold
         self.final_text = final_text
         self.predictions, self.nbest, self.null_odds = output
+
+    @staticmethod
+    def _context_text(example, document, first_piece, last_piece, first_word, last_word):
+        """The paragraph's text of pieces [first_piece, last_piece]; where they stand for no
+        character (a lone "▁"), that of their words, as `get_final_text` falls back to."""
+        context, word_starts = context_of(example)
+        text = document.span_text(context, first_piece, last_piece)
+        if not text:
+            end = word_starts[last_word] + len(example.doc_tokens[last_word])
+            text = context[word_starts[first_word]:end]
+        return text
 
     def __call__(self, example, logits, texts, candidates):
         """logits: float64 [F, 2, L] of the example's windows; texts: the block's text access
@@ -390,11 +411,15 @@ class _ExamplePredictor:
                     null_pending = False
                 if len(nbest) >= n_best_size:
                     break
-                pieces, base, word_of = texts[window]
-                tok_text = self.detokenize(pieces[base + start:base + end + 1])
+                pieces, base, word_of, document = texts[window]
                 first, last = word_of[base + start], word_of[base + end]
-                text = self.final_text.of_words(
-                    tok_text, example.doc_tokens[first:last + 1], self.do_lower_case)
+                if document is not None:
+                    text = self._context_text(example, document, base + start, base + end,
+                                              first, last)
+                else:
+                    tok_text = self.detokenize(pieces[base + start:base + end + 1])
+                    text = self.final_text.of_words(
+                        tok_text, example.doc_tokens[first:last + 1], self.do_lower_case)
                 if text not in seen:
                     add(text, start_logit, end_logit)
         if null_pending and len(nbest) < n_best_size:

@@ -12,8 +12,6 @@ Batches are dicts of the feature names of `bert_tf.data.features`; int64 feature
 int32 (what TPUs take; ids fit easily).
 """
 
-import glob
-import os
 import re
 
 import numpy as np

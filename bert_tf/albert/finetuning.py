@@ -1,0 +1,250 @@
+"""What google-research/albert's fine-tuning commands (run_classifier, run_squad_v1/v2,
+run_race: the same Estimator set-up) do around the model: the checkpoints their TPUEstimator
+writes, the files of their loops over those checkpoints, and the cached record files they
+reuse.
+
+`AlbertFineTuningTrainer`: the trainer with the original's optimizers (`--optimizer=adamw`,
+BERT's AdamWeightDecay; `lamb`, ALBERT's LAMB: `create_optimizer`'s two) and the checkpoints
+of its Estimator: model.ckpt-<step> also when training starts (the CheckpointSaverHook saves
+when its session starts, so the loops score the starting weights too), each with a `.meta`
+file (names and shapes of the checkpoint's variables; not the model's computation), all kept
+(the RunConfig's keep_checkpoint_max is 0; the loops remove what they have scored).
+
+The loops' files: `numbered_checkpoints` (output_dir's model.ckpt-N), `count_newer` (the
+original's `_find_valid_cands`), `remove_checkpoint` (an evaluated checkpoint's files, as the
+original's loops remove them), `copy_to_best` (a checkpoint copied to model.ckpt-best.*, as
+they do on a better score). `score_checkpoints`: run_squad_v1's and run_squad_v2's loop (one
+loop in the original), with the task's scoring as a callback.
+
+`record_parse_error`: whether a cached record file the original would reuse as it is (no
+sidecar of ours) holds this run's features.
+"""
+
+import os
+import re
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf import checkpoints, files
+from bert_tf.albert.pretraining_task import variables_meta_graph
+from bert_tf.training.lamb import AlbertLamb
+from bert_tf.training.optimizer import AdamWeightDecay
+from bert_tf.training.trainer import Trainer
+
+BEST_NAME = "model.ckpt-best"
+EVAL_RESULTS_FILE = "eval_results.txt"
+# A checkpoint's files in the order the original's loops copy and remove them.
+CHECKPOINT_FILES = ("meta", "data-00000-of-00001", "index")
+# The line the original's loops write after each checkpoint's results.
+SEPARATOR = "=" * 50
+_NUMBERED = re.compile(r"model\.ckpt-(\d+)")
+
+
+class AlbertFineTuningTrainer(Trainer):
+    """The trainer with the original fine-tuning Estimator's optimizers and checkpoints (see
+    the module docstring)."""
+
+    optimizers = {"adamw": AdamWeightDecay, "lamb": AlbertLamb}
+
+    def __init__(self, config, task, options, strategy=None):
+        super().__init__(config, task, options, strategy)
+        self._meta = None
+
+    def checkpoint_tensors(self):
+        """{name: (shape, dtype name)} of every tensor a checkpoint of this run holds."""
+        table = checkpoints.original_variable_map(self.model)
+        out = {name: (list(v.shape), "float32") for name, v in table.items()}
+        for slot, variables in self.optimizer.slot_variables().items():
+            out.update({f"{name}/{slot}": (list(v.shape), "float32")
+                        for name, v in variables.items()})
+        for name, value in (self.loss_scale.get_state() if self.loss_scale else {}).items():
+            out[name] = (list(value.shape), value.dtype.name)
+        out[checkpoints.GLOBAL_STEP] = ([], "int64")
+        return out
+
+    def train(self, input_files, step_callback=None):
+        """`Trainer.train`, after saving the starting weights as model.ckpt-<step> when
+        output_dir has no checkpoint yet (model.ckpt-0 from --init_checkpoint)."""
+        if (self.options.num_train_steps > 0 and not tf.io.gfile.exists(
+                os.path.join(self.options.output_dir, checkpoints.STATE_FILE))):
+            self.output_directory.remove_interrupted_writes()
+            self.restore()
+            stream = self.input_stream(input_files, self.options.train_batch_size,
+                                       is_training=True)
+            self.save(stream)
+        return super().train(input_files, step_callback=step_callback)
+
+    def save(self, stream=None):
+        """`Trainer.save`, with model.ckpt-N.meta written first (chief)."""
+        prefix = os.path.join(self.options.output_dir,
+                              f"model.ckpt-{int(self.global_step.numpy())}")
+        if self.is_chief:
+            if self._meta is None:
+                self._meta = variables_meta_graph(self.checkpoint_tensors())
+            tf.io.gfile.makedirs(self.options.output_dir)
+            files.write_atomic(prefix + ".meta", self._meta)
+        try:
+            return super().save(stream)
+        except BaseException:
+            if self.is_chief and not tf.io.gfile.exists(prefix + ".index"):
+                files.remove(prefix + ".meta")
+            raise
+
+
+# -- the loops' files -----------------------------------------------------------------------
+def numbered_checkpoints(directory):
+    """{N: prefix} of every `directory`/model.ckpt-N with an index (not model.ckpt-best)."""
+    found = {}
+    for path in tf.io.gfile.glob(os.path.join(directory, "model.ckpt-*.index")):
+        match = _NUMBERED.fullmatch(os.path.basename(path)[:-len(".index")])
+        if match:
+            found[int(match.group(1))] = path[:-len(".index")]
+    return found
+
+
+def count_newer(directory, step):
+    """How many numbered checkpoints of `directory` are newer than `step` (the original's
+    `len(_find_valid_cands(step))`)."""
+    return sum(1 for s in numbered_checkpoints(directory) if s > step)
+
+
+def remove_checkpoint(prefix):
+    """Deletes checkpoint `prefix` as the original's loops do (its .meta, data and index; the
+    index first here, so it never looks complete with data missing), with the input position
+    bert_tf saves beside it, and drops it from the `checkpoint` state file."""
+    for ext in CHECKPOINT_FILES:
+        if tf.io.gfile.exists(f"{prefix}.{ext}"):
+            logging.info("removing %s.%s", prefix, ext)
+    checkpoints.delete_checkpoint(prefix)
+    for path in sorted(tf.io.gfile.glob(prefix + ".*")):
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            files.remove(path)
+    directory = os.path.dirname(prefix)
+    latest = checkpoints.latest_checkpoint(directory)
+    if latest and latest != prefix:
+        checkpoints.write_checkpoint_state(directory, latest,
+                                           checkpoints.checkpoint_prefixes(directory))
+
+
+def copy_to_best(prefix):
+    """Copies checkpoint `prefix`'s files to model.ckpt-best.* beside it, in the original's
+    order (.meta, data, index; each under a temporary name, then renamed; a file the
+    checkpoint lacks is skipped). Returns [(source, target)] of the files copied."""
+    best = os.path.join(os.path.dirname(prefix), BEST_NAME)
+    copied = []
+    for ext in CHECKPOINT_FILES:
+        source, target = f"{prefix}.{ext}", f"{best}.{ext}"
+        if not tf.io.gfile.exists(source):
+            if tf.io.gfile.exists(target):  # not the copied checkpoint's
+                files.remove(target)
+            continue
+        logging.info("saving %s to %s", source, target)
+        with files.atomic_path(target) as temp:
+            tf.io.gfile.copy(source, temp, overwrite=True)
+        copied.append((source, target))
+    return copied
+
+
+def result_lines(result):
+    """`key = value` lines of `result`, by key, as the original's loops write and log them."""
+    lines = []
+    for key in sorted(result):
+        logging.info("  %s = %s", key, result[key])
+        lines.append(f"{key} = {result[key]}\n")
+    return lines
+
+
+# -- run_squad_v1/v2's loop -----------------------------------------------------------------
+def score_checkpoints(output_dir, score, init, num_train_steps=None, key="f1"):
+    """The original run_squad_v1's and run_squad_v2's prediction loop.
+
+    `score(prefix)` predicts with checkpoint `prefix` (writing the prediction files) and
+    returns (results dict with `key`, global_step). model.ckpt-best is scored first when it
+    exists; then, in step order, every numbered checkpoint newer than its step: its results,
+    and when `key` beats the best the copy to model.ckpt-best ("saved X to Y"), "best <key> =
+    ...", a line of 50 "="; a scored checkpoint with more than two newer ones is removed, one
+    passed over with more than one newer. The final results are model.ckpt-best's (scored
+    again unless the last checkpoint scored was it: its prediction files are the ones left),
+    ending the file with "best perf happened at step: N". eval_results.txt is rewritten whole
+    after each checkpoint.
+
+    The original then waits for newer checkpoints until `num_train_steps`; this ends, saying
+    so when the newest scored is older. Without any checkpoint (nor model.ckpt-best) the
+    original waits forever: `init()` is called instead and returns (results, global_step,
+    the file's closing line); it may raise (nothing to predict with).
+
+    Returns the final results.
+    """
+    path = os.path.join(output_dir, EVAL_RESULTS_FILE)
+    best = os.path.join(output_dir, BEST_NAME)
+    lines = []
+    last = None  # (prefix, results, step) of the latest `score` call: the files on disk
+
+    def scored(prefix):
+        nonlocal last
+        result, step = score(prefix)
+        last = (prefix, result, step)
+        return result, step
+
+    def flush():
+        files.write_atomic(path, "".join(lines))
+
+    best_source = None
+    if tf.io.gfile.exists(best + ".index"):
+        result, global_step = scored(best)
+        best_perf, best_source = result[key], best
+    else:
+        global_step, best_perf = -1, -1
+    found = numbered_checkpoints(output_dir)
+    logging.info("found %d files.", len(found))
+    for step, prefix in sorted(found.items()):
+        if global_step >= step:
+            if count_newer(output_dir, step) > 1:
+                remove_checkpoint(prefix)
+            continue
+        result, global_step = scored(prefix)
+        logging.info("***** Eval results of %s *****", prefix)
+        lines += result_lines(result)
+        if result[key] > best_perf:
+            best_perf, best_source = result[key], prefix
+            lines += [f"saved {source} to {target}\n" for source, target in copy_to_best(prefix)]
+        lines.append(f"best {key} = {best_perf}\n")
+        logging.info("  best %s = %s", key, best_perf)
+        if count_newer(output_dir, global_step) > 2:
+            remove_checkpoint(prefix)
+        lines.append(SEPARATOR + "\n")
+        flush()
+    if best_source is None:
+        result, global_step, closing = init()
+        lines += result_lines(result)
+        lines.append(closing)
+        flush()
+        return result
+    if num_train_steps is not None and global_step < num_train_steps:
+        logging.warning("The newest checkpoint scored is of step %d < %d training steps (the "
+                        "original would wait for newer ones)", global_step, num_train_steps)
+    if last[0] in (best_source, best):
+        # model.ckpt-best holds the weights just scored: their files are on disk already.
+        _, result, global_step = last
+    else:
+        result, global_step = scored(best)
+    logging.info("***** Final Eval results (%s, step %d) *****", best, global_step)
+    lines += result_lines(result)
+    lines.append(f"best perf happened at step: {global_step}")
+    flush()
+    return result
+
+
+# -- cached record files --------------------------------------------------------------------
+def record_parse_error(path, spec):
+    """None when the first record of `path` parses with feature spec `spec`, else the first
+    line of the parser's complaint (for a cached file the original would reuse as it is)."""
+    try:
+        for raw in tf.data.TFRecordDataset(path).take(1):
+            tf.io.parse_single_example(raw, spec)
+    except (tf.errors.OpError, ValueError) as e:
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return None
