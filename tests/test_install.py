@@ -57,6 +57,8 @@ HELP = {
                             "n_best_size", "keep_checkpoint_max"),
     "albert.run_squad_v2": ("spm_model_file", "predict_feature_left_file", "start_n_top",
                             "end_n_top", "dropout_prob", "keep_checkpoint_max"),
+    "albert.run_race": ("spm_model_file", "max_qa_length", "train_step", "warmup_step",
+                        r"\[no\]high_only", "num_keep_checkpoint", "keep_checkpoint_max"),
 }
 
 

@@ -149,11 +149,12 @@ def copy_to_best(prefix):
 
 
 def result_lines(result):
-    """`key = value` lines of `result`, by key, as the original's loops write and log them."""
+    """`key = value` lines of `result`, by key, as the original's loops write and log them
+    (`str()` of each value: a numpy float32 as numpy prints it, not as a Python float)."""
     lines = []
     for key in sorted(result):
         logging.info("  %s = %s", key, result[key])
-        lines.append(f"{key} = {result[key]}\n")
+        lines.append(f"{key} = {str(result[key])}\n")
     return lines
 
 
