@@ -24,7 +24,11 @@ The rooms every family has:
                        columns, guids, labels through `preprocess_text`) and their records
   classifier_task.py   run_classifier on the trainer: the eval of every
                        checkpoint (best_trial.txt, model.ckpt-best), its prediction files; `run`
+  race_data.py         RACE as its race_utils.py reads it (RACE/<split>/<level>/all.txt, the
+                       question+option texts, the truncation) and its records of 4 sequences
+  race_task.py         run_race on the trainer: the 4-choice model (one-output head on each
+                       choice), the eval of every checkpoint, predict_results.txt; `run`
 and its commands, `python -m bert_tf.albert.<command>` for the original's `python -m albert.<command>`:
 `create_pretraining_data`, `run_pretraining`, `export_checkpoints`, `run_squad_v1`,
-`run_classifier`.
+`run_classifier`, `run_race`.
 """
