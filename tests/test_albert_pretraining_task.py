@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from bert_tf import checkpoints
 from bert_tf.albert.config import AlbertConfig
+from bert_tf.albert.estimator import copy_to_best
 from bert_tf.albert.pretraining_task import (
     AlbertPretrainer, AlbertPretrainingOptions, eval_results_text, load_from_group0,
 )
@@ -197,7 +198,7 @@ def test_meta_files_restore_the_checkpoint_in_a_tf1_graph(lamb_run):
 
 def test_best_checkpoint_copy_and_eval_results_text(lamb_run, tmp_path):
     trainer, _, prefix = lamb_run
-    copied = trainer._copy_to_best(prefix)
+    copied = copy_to_best(prefix)
     best = os.path.join(os.path.dirname(prefix), "model.ckpt-best")
     assert [t for _, t in copied] == [f"{best}.{e}" for e in
                                      ("meta", "data-00000-of-00001", "index")]

@@ -16,6 +16,8 @@ The rooms every family has:
   pretraining_data.py  create_pretraining_data's run: checks, tokenizers, writing
   squad_data.py        SQuAD v1/v2 features of its squad_utils.py (pieces aligned to the
                        paragraph's characters) and their records
+  estimator.py         what the original's Estimator leaves beside checkpoints (.meta files,
+                       model.ckpt-best copies) and its two optimizers, for both trainers
   finetuning.py        what the fine-tuning commands share: the trainer of their Estimator
                        (model.ckpt-0, .meta, adamw/lamb), the files of their loops over
                        checkpoints, run_squad_v1/v2's loop, the cached records' check

@@ -27,41 +27,21 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import checkpoints, files
-from bert_tf.albert.pretraining_task import variables_meta_graph
-from bert_tf.training.lamb import AlbertLamb
-from bert_tf.training.optimizer import AdamWeightDecay
+from bert_tf.albert.estimator import (BEST_NAME, CHECKPOINT_FILES, OPTIMIZERS,
+                                      MetaGraphCheckpoints, copy_to_best)
 from bert_tf.training.trainer import Trainer
 
-BEST_NAME = "model.ckpt-best"
 EVAL_RESULTS_FILE = "eval_results.txt"
-# A checkpoint's files in the order the original's loops copy and remove them.
-CHECKPOINT_FILES = ("meta", "data-00000-of-00001", "index")
 # The line the original's loops write after each checkpoint's results.
 SEPARATOR = "=" * 50
 _NUMBERED = re.compile(r"model\.ckpt-(\d+)")
 
 
-class AlbertFineTuningTrainer(Trainer):
+class AlbertFineTuningTrainer(MetaGraphCheckpoints, Trainer):
     """The trainer with the original fine-tuning Estimator's optimizers and checkpoints (see
     the module docstring)."""
 
-    optimizers = {"adamw": AdamWeightDecay, "lamb": AlbertLamb}
-
-    def __init__(self, config, task, options, strategy=None):
-        super().__init__(config, task, options, strategy)
-        self._meta = None
-
-    def checkpoint_tensors(self):
-        """{name: (shape, dtype name)} of every tensor a checkpoint of this run holds."""
-        table = checkpoints.original_variable_map(self.model)
-        out = {name: (list(v.shape), "float32") for name, v in table.items()}
-        for slot, variables in self.optimizer.slot_variables().items():
-            out.update({f"{name}/{slot}": (list(v.shape), "float32")
-                        for name, v in variables.items()})
-        for name, value in (self.loss_scale.get_state() if self.loss_scale else {}).items():
-            out[name] = (list(value.shape), value.dtype.name)
-        out[checkpoints.GLOBAL_STEP] = ([], "int64")
-        return out
+    optimizers = OPTIMIZERS
 
     def train(self, input_files, step_callback=None):
         """`Trainer.train`, after saving the starting weights as model.ckpt-<step> when
@@ -74,22 +54,6 @@ class AlbertFineTuningTrainer(Trainer):
                                        is_training=True)
             self.save(stream)
         return super().train(input_files, step_callback=step_callback)
-
-    def save(self, stream=None):
-        """`Trainer.save`, with model.ckpt-N.meta written first (chief)."""
-        prefix = os.path.join(self.options.output_dir,
-                              f"model.ckpt-{int(self.global_step.numpy())}")
-        if self.is_chief:
-            if self._meta is None:
-                self._meta = variables_meta_graph(self.checkpoint_tensors())
-            tf.io.gfile.makedirs(self.options.output_dir)
-            files.write_atomic(prefix + ".meta", self._meta)
-        try:
-            return super().save(stream)
-        except BaseException:
-            if self.is_chief and not tf.io.gfile.exists(prefix + ".index"):
-                files.remove(prefix + ".meta")
-            raise
 
 
 # -- the loops' files -----------------------------------------------------------------------
@@ -127,25 +91,6 @@ def remove_checkpoint(prefix):
     if latest and latest != prefix:
         checkpoints.write_checkpoint_state(directory, latest,
                                            checkpoints.checkpoint_prefixes(directory))
-
-
-def copy_to_best(prefix):
-    """Copies checkpoint `prefix`'s files to model.ckpt-best.* beside it, in the original's
-    order (.meta, data, index; each under a temporary name, then renamed; a file the
-    checkpoint lacks is skipped). Returns [(source, target)] of the files copied."""
-    best = os.path.join(os.path.dirname(prefix), BEST_NAME)
-    copied = []
-    for ext in CHECKPOINT_FILES:
-        source, target = f"{prefix}.{ext}", f"{best}.{ext}"
-        if not tf.io.gfile.exists(source):
-            if tf.io.gfile.exists(target):  # not the copied checkpoint's
-                files.remove(target)
-            continue
-        logging.info("saving %s to %s", source, target)
-        with files.atomic_path(target) as temp:
-            tf.io.gfile.copy(source, temp, overwrite=True)
-        copied.append((source, target))
-    return copied
 
 
 def result_lines(result):

@@ -29,13 +29,12 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import checkpoints, files
+from bert_tf.albert.estimator import OPTIMIZERS, MetaGraphCheckpoints, copy_to_best
 from bert_tf.albert.pretraining import AlbertPretrainingModel
 from bert_tf.bert import pretraining_task
 from bert_tf.bert.pretraining_task import PretrainingOptions, PretrainingTask, Pretrainer
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.training import metrics
-from bert_tf.training.lamb import AlbertLamb
-from bert_tf.training.optimizer import AdamWeightDecay
 from bert_tf.training.schedule import WarmupLinearDecay
 from bert_tf.training.trainer import Trainer, TrainingError
 
@@ -44,9 +43,6 @@ _EVAL_KEYS = {"next_sentence_accuracy": "sentence_order_accuracy",
               "next_sentence_loss": "sentence_order_loss"}
 # The metric whose improvement makes the evaluated checkpoint model.ckpt-best.
 BEST_KEY = "masked_lm_accuracy"
-BEST_NAME = "model.ckpt-best"
-# The files of a checkpoint the original's eval loop copies, in its order.
-_COPIED = ("meta", "data-00000-of-00001", "index")
 # `--init_from_group0`'s fallbacks, in the order of the original's
 # `get_assignment_map_from_checkpoint`.
 _GROUP0_FALLBACKS = ((re.compile(r"/group_\d+/"), "/group_0/"),
@@ -157,29 +153,7 @@ def load_from_group0(model, path):
     return sources
 
 
-def variables_meta_graph(variables):
-    """The serialized MetaGraphDef of a TF1 graph holding `variables` ({name: (shape, dtype)},
-    `global_step` as the graph's global step) and a Saver of them: what `.meta` files hold
-    for a checkpoint of those variables (without the model's computation)."""
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        created = []
-        for name, (shape, dtype) in variables.items():
-            if name == checkpoints.GLOBAL_STEP:
-                created.append(v1.train.get_or_create_global_step())
-            else:
-                created.append(v1.get_variable(
-                    name, shape, tf.as_dtype(dtype), initializer=v1.zeros_initializer(),
-                    trainable=tf.as_dtype(dtype).is_floating and "/adam_" not in name,
-                    use_resource=False))
-        saver = v1.train.Saver(created)
-        meta = v1.train.export_meta_graph(graph=graph, saver_def=saver.as_saver_def(),
-                                          clear_devices=True)
-    return meta.SerializeToString()
-
-
-class AlbertPretrainer(Pretrainer):
+class AlbertPretrainer(MetaGraphCheckpoints, Pretrainer):
     """The trainer with ALBERT's task, optimizers, schedule, init_from_group0, `.meta` files and
     eval results (see the module docstring).
 
@@ -190,11 +164,10 @@ class AlbertPretrainer(Pretrainer):
     """
 
     task_class = AlbertPretrainingTask
-    optimizers = {"adamw": AdamWeightDecay, "lamb": AlbertLamb}
+    optimizers = OPTIMIZERS
 
     def __init__(self, config, options, strategy=None):
         super().__init__(config, options, strategy)
-        self._meta = None
         # The checkpoint of output_dir the model's weights are (None: init_checkpoint or
         # random ones), whose files an eval copies to model.ckpt-best.
         self.weights_checkpoint = None
@@ -226,33 +199,8 @@ class AlbertPretrainer(Pretrainer):
         self.weights_checkpoint = prefix
         return prefix
 
-    def checkpoint_variables(self):
-        """{name: (shape, dtype name)} of every tensor a checkpoint of this run holds."""
-        table = checkpoints.original_variable_map(self.model)
-        out = {name: (list(v.shape), "float32") for name, v in table.items()}
-        for slot, variables in self.optimizer.slot_variables().items():
-            out.update({f"{name}/{slot}": (list(v.shape), "float32")
-                        for name, v in variables.items()})
-        for name, value in (self.loss_scale.get_state() if self.loss_scale else {}).items():
-            out[name] = (list(value.shape), value.dtype.name)
-        out[checkpoints.GLOBAL_STEP] = ([], "int64")
-        return out
-
     def save(self, stream=None):
-        """`Trainer.save`, with model.ckpt-N.meta written first (chief)."""
-        prefix = os.path.join(self.options.output_dir,
-                              f"model.ckpt-{int(self.global_step.numpy())}")
-        if self.is_chief:
-            if self._meta is None:
-                self._meta = variables_meta_graph(self.checkpoint_variables())
-            tf.io.gfile.makedirs(self.options.output_dir)
-            files.write_atomic(prefix + ".meta", self._meta)
-        try:
-            saved = super().save(stream)
-        except BaseException:
-            if self.is_chief and not tf.io.gfile.exists(prefix + ".index"):
-                files.remove(prefix + ".meta")
-            raise
+        saved = super().save(stream)
         self.weights_checkpoint = saved
         return saved
 
@@ -269,26 +217,11 @@ class AlbertPretrainer(Pretrainer):
             return results
         copied = []
         if self.weights_checkpoint and results[BEST_KEY] > 0:
-            copied = self._copy_to_best(self.weights_checkpoint)
+            copied = copy_to_best(self.weights_checkpoint)
         path = os.path.join(self.options.output_dir, "eval_results.txt")
         files.write_atomic(path, eval_results_text(results, copied))
         logging.info("Wrote %s", path)
         return results
-
-    def _copy_to_best(self, prefix):
-        """Copies the files of checkpoint `prefix` to model.ckpt-best.* (each under a temporary
-        name, then renamed); returns [(source, target)]."""
-        best = os.path.join(os.path.dirname(prefix), BEST_NAME)
-        copied = []
-        for ext in _COPIED:
-            source, target = f"{prefix}.{ext}", f"{best}.{ext}"
-            if not tf.io.gfile.exists(source):
-                continue
-            with files.atomic_path(target) as temp:
-                tf.io.gfile.copy(source, temp, overwrite=True)
-            logging.info("saving %s to %s", source, target)
-            copied.append((source, target))
-        return copied
 
 
 def eval_results_text(results, copied=()):
