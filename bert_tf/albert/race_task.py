@@ -43,9 +43,9 @@ from absl import logging
 
 from bert_tf import checkpoints, files
 from bert_tf.albert import race_data
-from bert_tf.albert.finetuning import (BEST_NAME, EVAL_RESULTS_FILE, SEPARATOR,
-                                       AlbertFineTuningTrainer, copy_to_best, count_newer,
-                                       numbered_checkpoints, record_parse_error,
+from bert_tf.albert.estimator import BEST_NAME, copy_to_best
+from bert_tf.albert.finetuning import (EVAL_RESULTS_FILE, SEPARATOR, AlbertFineTuningTrainer,
+                                       count_newer, numbered_checkpoints, record_parse_error,
                                        remove_checkpoint, result_lines)
 from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.checkpoints import CheckpointError

@@ -25,7 +25,8 @@ from absl import logging
 
 from bert_tf import checkpoints, families
 from bert_tf.albert import squad_data
-from bert_tf.albert.finetuning import BEST_NAME, score_checkpoints
+from bert_tf.albert.estimator import BEST_NAME
+from bert_tf.albert.finetuning import score_checkpoints
 from bert_tf.albert.heads import SquadV2Head
 from bert_tf.albert.tokenization import AlbertTokenizer
 from bert_tf.checkpoints import CheckpointError
