@@ -26,6 +26,8 @@ The rooms every family has:
                        columns, guids, labels through `preprocess_text`) and their records
   classifier_task.py   run_classifier on the trainer: the eval of every
                        checkpoint (best_trial.txt, model.ckpt-best), its prediction files; `run`
+  command_flags.py     the fine-tuning commands' common flags (filed under each command), the
+                       refusal of the flags they do not run, their body around run_fine_tuning
 and its commands, `python -m bert_tf.albert.<command>` for the original's `python -m albert.<command>`:
 `create_pretraining_data`, `run_pretraining`, `export_checkpoints`, `run_squad_v1`,
 `run_classifier`.
