@@ -24,8 +24,8 @@ from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.checkpoints import load_original_checkpoint
 from bert_tf.training.trainer import TrainerOptions
 from conftest import ALBERT_ORIGINAL_REPO, load_recorder
-from rounding_bounds import adam_step_bound
-from test_training_helpers import assert_close, read_checkpoint
+from test_training_helpers import (assert_adam_steps_match, assert_checkpoint_variables,
+                                   assert_close, read_checkpoint)
 
 DATA = Path(__file__).resolve().parent / "data" / "albert_squad_v1"
 EXPECTED = json.load(gzip.open(DATA / "expected.json.gz", "rt", encoding="utf-8"))
@@ -125,29 +125,13 @@ def test_three_steps_match_the_original(tmp_path):
     original = dict(np.load(DATA / "after_3_steps.npz"))
     # Every variable of the original's training graph, with its dtype (no Adam slots for
     # bert/pooler: the span head does not use it).
-    reader = tf.train.load_checkpoint(str(prefix))
-    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
-    assert {n: (list(shapes[n]), dtypes[n].name) for n in shapes} == {
-        v["name"]: (v["shape"], v["dtype"]) for v in EXPECTED["variables"]}
+    assert_checkpoint_variables(prefix, EXPECTED["variables"])
     assert "bert/pooler/dense/kernel" in ours and "bert/pooler/dense/kernel/adam_m" not in ours
     assert int(ours["global_step"]) == int(original["global_step"]) == STEPS
     start = read_checkpoint(DATA / "model.ckpt")
     noise = zero_gradient_names(start, config())
     assert len(noise) == 4  # 2 groups' key biases, the output bias, one beta
-    largest_move = sum(s["learning_rate"] * adam_step_bound(t + 1)
-                       for t, s in enumerate(EXPECTED["steps"]))
-    for name, expected in original.items():
-        if name == "global_step":
-            continue
-        base = name.rsplit("/adam_", 1)[0]
-        if base in noise:
-            if name == base:
-                for values in (ours[name], expected):
-                    assert np.all(np.abs(values - start[name]) <= largest_move * (1 + 1e-6))
-            continue
-        scale = float(np.max(np.abs(expected)))
-        np.testing.assert_allclose(ours[name], expected, rtol=0, atol=1e-5 * scale,
-                                   err_msg=name)
+    assert_adam_steps_match(ours, original, start, EXPECTED["steps"], noise)
     # The Estimator's checkpoints: model.ckpt-0 before the first step, a .meta beside each.
     assert (tmp_path / "out" / "model.ckpt-0.index").exists()
     for step in (0, STEPS):

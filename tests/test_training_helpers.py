@@ -415,6 +415,41 @@ def assert_matches_golden(ours, golden, zero_gradients=None):
     return zero_gradients.check(ours, golden) if zero_gradients is not None else {}
 
 
+def assert_checkpoint_variables(prefix, variables):
+    """The checkpoint `prefix` holds exactly `variables` (a recording's list of {name, shape,
+    dtype}: every variable of the original's training graph, with its dtype)."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(prefix))
+    shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    assert {n: (list(shapes[n]), dtypes[n].name) for n in shapes} == {
+        v["name"]: (v["shape"], v["dtype"]) for v in variables}
+
+
+def assert_adam_steps_match(ours, original, start, steps, bounded):
+    """`ours` and `original` (name -> array, after the recorded `steps`, each with its
+    learning_rate, of Adam from the checkpoint `start`): every tensor within 1e-5 relative to
+    the original's largest magnitude, but the variables `bounded` (zero gradient in real
+    arithmetic: their moves are Adam's rounding noise) and their slots: their weights, ours
+    and the original's, within Adam's largest move over the steps (Cauchy-Schwarz) of
+    `start`'s."""
+    from rounding_bounds import adam_step_bound
+
+    largest_move = sum(s["learning_rate"] * adam_step_bound(t + 1) for t, s in enumerate(steps))
+    for name, expected in original.items():
+        if name == "global_step":
+            continue
+        base = name.rsplit("/adam_", 1)[0]
+        if base in bounded:
+            if name == base:
+                for values in (ours[name], expected):
+                    assert np.all(np.abs(values - start[name]) <= largest_move * (1 + 1e-6))
+            continue
+        scale = float(np.max(np.abs(expected)))
+        np.testing.assert_allclose(ours[name], expected, rtol=0, atol=1e-5 * scale,
+                                   err_msg=name)
+
+
 def task_loss(task):
     """loss_fn(outputs, features) of `task` on a batch that is the whole global batch."""
     def loss_fn(outputs, features):

@@ -30,6 +30,8 @@ The rooms every family has:
                        question+option texts, the truncation) and its records of 4 sequences
   race_task.py         run_race on the trainer: the 4-choice model (one-output head on each
                        choice), the eval of every checkpoint, predict_results.txt; `run`
+  command_flags.py     the fine-tuning commands' common flags (filed under each command), the
+                       refusal of the flags they do not run, their body around run_fine_tuning
 and its commands, `python -m bert_tf.albert.<command>` for the original's `python -m albert.<command>`:
 `create_pretraining_data`, `run_pretraining`, `export_checkpoints`, `run_squad_v1`,
 `run_classifier`, `run_race`.

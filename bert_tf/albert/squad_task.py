@@ -72,9 +72,11 @@ class AlbertSquadV1Task(SquadTask):
 
 
 @dataclasses.dataclass(kw_only=True)
-class AlbertSquadOptions(FineTuningOptions):
-    """run_squad_v1.py's (and v2's) flags, the original's names and defaults, and the
-    trainer's. `vocab_file` is unused with SentencePiece, as in the original."""
+class SquadFileOptions(FineTuningOptions):
+    """The flags run_squad_v1.py and run_squad_v2.py share (the original's names and
+    defaults: the SentencePiece model, the SQuAD and feature files, the window lengths and the
+    n-best), and the trainer's. `vocab_file` is unused with SentencePiece, as in the
+    original."""
 
     vocab_file: str | None = None
     spm_model_file: str | None = None
@@ -88,6 +90,12 @@ class AlbertSquadOptions(FineTuningOptions):
     max_query_length: int = 64
     n_best_size: int = 20
     max_answer_length: int = 30
+
+
+@dataclasses.dataclass(kw_only=True)
+class AlbertSquadOptions(SquadFileOptions):
+    """run_squad_v1.py's flags, the original's names and defaults, and the trainer's."""
+
     # The original's RunConfig keeps every checkpoint; its prediction loop prunes them.
     keep_checkpoint_max: int = 0
 
@@ -101,22 +109,28 @@ class AlbertSquadOptions(FineTuningOptions):
         return problems
 
 
+def check_files_and_length(config, options, do_train, do_predict, error):
+    """The checks of the original's `validate_flags_or_throw` both SQuAD scripts make, its
+    messages and order: the files --do_train and --do_predict need, --max_seq_length against
+    the model's max_position_embeddings. Raises `error` (an exception class)."""
+    if do_train and not options.train_file:
+        raise error("If `do_train` is True, then `train_file` must be specified.")
+    if do_predict:
+        for name in ("predict_file", "predict_feature_file", "predict_feature_left_file"):
+            if not getattr(options, name):
+                raise error(f"If `do_predict` is True, then `{name}` must be specified.")
+    if options.max_seq_length > config.max_position_embeddings:
+        raise error(
+            f"Cannot use sequence length {options.max_seq_length} because the ALBERT model "
+            f"was only trained up to sequence length {config.max_position_embeddings}")
+
+
 def validate_flags(config, options, do_train, do_predict, export_dir=None):
     """The original's `validate_flags_or_throw`, its messages and order."""
     if not do_train and not do_predict and not export_dir:
         raise AlbertSquadError(
             "At least one of `do_train` or `do_predict` or `export_dir`must be True.")
-    if do_train and not options.train_file:
-        raise AlbertSquadError("If `do_train` is True, then `train_file` must be specified.")
-    if do_predict:
-        for name in ("predict_file", "predict_feature_file", "predict_feature_left_file"):
-            if not getattr(options, name):
-                raise AlbertSquadError(
-                    f"If `do_predict` is True, then `{name}` must be specified.")
-    if options.max_seq_length > config.max_position_embeddings:
-        raise AlbertSquadError(
-            f"Cannot use sequence length {options.max_seq_length} because the ALBERT model "
-            f"was only trained up to sequence length {config.max_position_embeddings}")
+    check_files_and_length(config, options, do_train, do_predict, AlbertSquadError)
     if options.max_seq_length <= options.max_query_length + 3:
         raise AlbertSquadError(
             f"The max_seq_length ({options.max_seq_length}) must be greater than "

@@ -28,11 +28,11 @@ from bert_tf.albert import squad_data
 from bert_tf.albert.estimator import BEST_NAME
 from bert_tf.albert.finetuning import score_checkpoints
 from bert_tf.albert.heads import SquadV2Head
+from bert_tf.albert.squad_task import SquadFileOptions, check_files_and_length
 from bert_tf.albert.tokenization import AlbertTokenizer
 from bert_tf.checkpoints import CheckpointError
 from bert_tf.evaluation import squad_beam_predictions, squad_eval
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
-from bert_tf.tasks.finetuning import FineTuningOptions
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainingError
 
@@ -177,21 +177,10 @@ class SquadV2Error(TrainingError):
 
 
 @dataclasses.dataclass(kw_only=True)
-class SquadV2Options(FineTuningOptions):
+class SquadV2Options(SquadFileOptions):
     """run_squad_v2.py's flags (the original's names and defaults) and the trainer's."""
 
     spm_model_file: str
-    vocab_file: str | None = None
-    train_file: str | None = None
-    predict_file: str | None = None
-    train_feature_file: str | None = None
-    predict_feature_file: str | None = None
-    predict_feature_left_file: str | None = None
-    max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
     start_n_top: int = 5
     end_n_top: int = 5
     dropout_prob: float = 0.1
@@ -240,17 +229,7 @@ def validate_flags(config, options, do_train, do_predict):
     """The original's `validate_flags_or_throw`, in its order, then what it lacks."""
     if not do_train and not do_predict:
         raise SquadV2Error("At least one of `do_train` or `do_predict` must be True.")
-    if do_train and not options.train_file:
-        raise SquadV2Error("If `do_train` is True, then `train_file` must be specified.")
-    if do_predict:
-        for name in ("predict_file", "predict_feature_file", "predict_feature_left_file"):
-            if not getattr(options, name):
-                raise SquadV2Error(
-                    f"If `do_predict` is True, then `{name}` must be specified.")
-    if options.max_seq_length > config.max_position_embeddings:
-        raise SquadV2Error(
-            f"Cannot use sequence length {options.max_seq_length} because the ALBERT model "
-            f"was only trained up to sequence length {config.max_position_embeddings}")
+    check_files_and_length(config, options, do_train, do_predict, SquadV2Error)
     try:
         squad_data.check_feature_settings(options.max_seq_length, options.doc_stride,
                                           options.max_query_length)
