@@ -23,8 +23,9 @@ A table per benchmark (`--rows` picks some of `ROWS`):
          tf.compat.v1 session, both with the same schedule (lr 0.00176, 100 warmup steps of
          10**6). Both live in this process (the original's run_pretraining is the one original
          script it loads) and are timed in alternating turns, one step each, so that the load
-         of the shared cores falls on both alike: median and fastest s/step and the ratio
-         original / ours (goal >= 1.0).
+         of the shared cores falls on both alike: median and fastest s/step (wall time, and
+         CPU time of the process, steadier on a loaded machine) and the ratios original / ours
+         (goal >= 1.0 in wall time). Batch 32 needs about 8 GB of memory (both models).
 
   python3 benchmarks/albert.py --original_repo=/tmp/orig_albert
   python3 benchmarks/albert.py --original_repo=/tmp/orig_albert --rows=step --step_steps=20
