@@ -136,20 +136,36 @@ def call_timings(call, seconds):
 
 def time_interleaved(step_fns, steps, warmup_steps):
     """{name: (median, fastest) seconds per call} of the callables in `step_fns`, after
-    `warmup_steps` calls of each, timed in turns (one call of each per round) so that a change
-    of load on the shared cores falls on all of them alike."""
+    `warmup_steps` calls of each, timed in turns (`timings_interleaved`)."""
+    return {name: (t["median"], t["fastest"])
+            for name, t in timings_interleaved(step_fns, steps, warmup_steps).items()}
+
+
+def timings_interleaved(step_fns, steps, warmup_steps):
+    """{name: {"median", "fastest", "cpu_median", "cpu_fastest"}} seconds per call (wall time,
+    and CPU time of this process: all its threads) of the callables in `step_fns`, after
+    `warmup_steps` calls of each, timed in turns (one call of each per round, the order
+    reversed every other round, so that none always runs right after the same other) so that a
+    change of load on the shared cores falls on all of them alike. The CPU time is the steadier
+    figure on a loaded machine when the callables run in this process (it does not count the
+    waits for a core, but does count the work of threads that spin while they wait)."""
     import numpy as np
 
     for step in step_fns.values():
         for _ in range(warmup_steps):
             step()
-    times = {name: [] for name in step_fns}
-    for _ in range(steps):
-        for name, step in step_fns.items():
-            start = time.perf_counter()
+    wall = {name: [] for name in step_fns}
+    cpu = {name: [] for name in step_fns}
+    for round_index in range(steps):
+        order = list(step_fns.items())
+        for name, step in order[::-1] if round_index % 2 else order:
+            start, cpu_start = time.perf_counter(), time.process_time()
             step()
-            times[name].append(time.perf_counter() - start)
-    return {name: (float(np.median(t)), min(t)) for name, t in times.items()}
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - cpu_start)
+    return {name: {"median": float(np.median(wall[name])), "fastest": min(wall[name]),
+                   "cpu_median": float(np.median(cpu[name])), "cpu_fastest": min(cpu[name])}
+            for name in step_fns}
 
 
 class SyntheticStream:
@@ -166,26 +182,56 @@ class SyntheticStream:
         return next(self.iterator)
 
 
-def trainer_step(config, task, batch, mixed_precision="none", learning_rate=5e-5):
-    """A callable running one real training step of `Trainer` with `task` (forward, backward,
-    clipping, AdamWeightDecay, global_step; no checkpoint writes) on the fixed `batch`, with
-    10**6 training steps and 100 warmup steps."""
+def pretraining_batch(batch_size, seq_length, max_predictions, vocab_size, seed=0):
+    """One random pretraining batch in the records' layout ({name: numpy array}, int32 but
+    masked_lm_weights float32): random tokens, no padding, segment B the second half,
+    `max_predictions` distinct sorted positions (never 0, the [CLS]) of weight 1, random
+    sentence labels."""
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    positions = np.stack([np.sort(rng.choice(np.arange(1, seq_length), max_predictions,
+                                             replace=False)) for _ in range(batch_size)])
+    batch = {
+        "input_ids": rng.randint(0, vocab_size, (batch_size, seq_length)),
+        "input_mask": np.ones((batch_size, seq_length)),
+        "segment_ids": (np.arange(seq_length)[None, :] >= seq_length // 2).repeat(batch_size, 0),
+        "masked_lm_positions": positions,
+        "masked_lm_ids": rng.randint(0, vocab_size, (batch_size, max_predictions)),
+        "masked_lm_weights": np.ones((batch_size, max_predictions)),
+        "next_sentence_labels": rng.randint(0, 2, (batch_size, 1)),
+    }
+    return {k: np.asarray(v, np.float32 if k == "masked_lm_weights" else np.int32)
+            for k, v in batch.items()}
+
+
+def train_function_step(trainer, batch):
+    """A callable running one step of `trainer` (a `Trainer` or subclass: its real step,
+    whatever its optimizer; no checkpoint writes) on the fixed `batch`, one step per call (so
+    the fastest step can be told from steps slowed down by other work on the shared cores)."""
     import numpy as np
     import tensorflow as tf
 
-    from bert_tf.training.trainer import Trainer, TrainerOptions
-
-    options = TrainerOptions(
-        output_dir="/nonexistent", train_batch_size=len(batch["input_ids"]),
-        mixed_precision=mixed_precision, num_train_steps=10**6, num_warmup_steps=100,
-        learning_rate=learning_rate)
-    train = Trainer(config, task, options).make_train_function(SyntheticStream(batch))
+    train = trainer.make_train_function(SyntheticStream(batch))
 
     def step():
         loss = train(tf.constant(1, tf.int32))["total_loss"].numpy()
         assert np.all(np.isfinite(loss))
 
     return step
+
+
+def trainer_step(config, task, batch, mixed_precision="none", learning_rate=5e-5):
+    """A callable running one real training step of `Trainer` with `task` (forward, backward,
+    clipping, AdamWeightDecay, global_step; no checkpoint writes) on the fixed `batch`, with
+    10**6 training steps and 100 warmup steps."""
+    from bert_tf.training.trainer import Trainer, TrainerOptions
+
+    options = TrainerOptions(
+        output_dir="/nonexistent", train_batch_size=len(batch["input_ids"]),
+        mixed_precision=mixed_precision, num_train_steps=10**6, num_warmup_steps=100,
+        learning_rate=learning_rate)
+    return train_function_step(Trainer(config, task, options), batch)
 
 
 def original_step(build_train_op, batch):

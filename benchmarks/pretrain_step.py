@@ -32,7 +32,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import (  # noqa: E402
-    BERT_BASE, matmul_peak_gflops, pretraining_step_flops, print_machine_header, print_table,
+    BERT_BASE, SyntheticStream, matmul_peak_gflops, pretraining_batch, pretraining_step_flops,
+    print_machine_header, print_table,
 )
 
 import numpy as np  # noqa: E402
@@ -41,33 +42,6 @@ import tensorflow as tf  # noqa: E402
 from bert_tf.bert.config import BertConfig  # noqa: E402
 from bert_tf.bert.pretraining_task import Pretrainer, PretrainingOptions  # noqa: E402
 from tools.original import load_original_module  # noqa: E402
-
-
-
-class SyntheticStream:
-    """One fixed random batch, repeated: the step's cost without input-pipeline cost."""
-
-    def __init__(self, batch_size, seq_length, max_predictions, vocab_size, seed=0):
-        rng = np.random.RandomState(seed)
-        positions = np.stack([np.sort(rng.choice(np.arange(1, seq_length), max_predictions,
-                                                 replace=False)) for _ in range(batch_size)])
-        batch = {
-            "input_ids": rng.randint(0, vocab_size, (batch_size, seq_length)),
-            "input_mask": np.ones((batch_size, seq_length)),
-            "segment_ids": (np.arange(seq_length)[None, :] >= seq_length // 2)
-            .repeat(batch_size, 0),
-            "masked_lm_positions": positions,
-            "masked_lm_ids": rng.randint(0, vocab_size, (batch_size, max_predictions)),
-            "masked_lm_weights": np.ones((batch_size, max_predictions), np.float32),
-            "next_sentence_labels": rng.randint(0, 2, (batch_size, 1)),
-        }
-        self.numpy_batch = {k: np.asarray(v, np.float32 if k == "masked_lm_weights" else np.int32)
-                            for k, v in batch.items()}
-        batch = {k: tf.constant(v) for k, v in self.numpy_batch.items()}
-        self.iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
-
-    def get_next(self):
-        return next(self.iterator)
 
 
 MIXED_PRECISION = {"float32": "none", "bfloat16": "bf16", "float16": "fp16"}
@@ -82,7 +56,8 @@ def measure(config, batch_size, seq_length, max_predictions, steps, warmup_steps
         num_train_steps=10**6, num_warmup_steps=100, learning_rate=1e-4,
     )
     trainer = Pretrainer(config, options)
-    stream = SyntheticStream(batch_size, seq_length, max_predictions, config.vocab_size)
+    stream = SyntheticStream(pretraining_batch(batch_size, seq_length, max_predictions,
+                                               config.vocab_size))
     train = trainer.make_train_function(stream)
     train(tf.constant(warmup_steps, tf.int32))["total_loss"].numpy()  # trace + warm up
     # One step per call, so the fastest step can be told from steps slowed down by other
@@ -104,8 +79,7 @@ def measure_original(repo, config_dict, batch_size, seq_length, max_predictions,
     modeling = load_original_module(repo, "modeling")
     optimization = load_original_module(repo, "optimization")
     run_pretraining = load_original_module(repo, "run_pretraining")
-    batch = SyntheticStream(batch_size, seq_length, max_predictions,
-                            config_dict["vocab_size"]).numpy_batch
+    batch = pretraining_batch(batch_size, seq_length, max_predictions, config_dict["vocab_size"])
     graph = tf.Graph()
     with graph.as_default():
         features = {k: tf.constant(v) for k, v in batch.items()}
