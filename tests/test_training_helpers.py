@@ -426,13 +426,24 @@ def assert_checkpoint_variables(prefix, variables):
         v["name"]: (v["shape"], v["dtype"]) for v in variables}
 
 
-def assert_adam_steps_match(ours, original, start, steps, bounded):
+def assert_steps_match(steps, recorded):
+    """`steps` ([(step, {total_loss, learning_rate})] of a run) are the `recorded` ones
+    ([{step, loss, learning_rate}] of the original's run): the losses within 1e-5 relative,
+    the learning rates 1e-6."""
+    for (step, ours), want in zip(steps, recorded, strict=True):
+        assert step == want["step"]
+        assert ours["total_loss"] == pytest.approx(want["loss"], rel=1e-5), step
+        assert ours["learning_rate"] == pytest.approx(want["learning_rate"], rel=1e-6,
+                                                      abs=1e-12), step
+
+
+def assert_adam_steps_match(ours, original, start, steps, bounded, v_as_gradients=False):
     """`ours` and `original` (name -> array, after the recorded `steps`, each with its
     learning_rate, of Adam from the checkpoint `start`): every tensor within 1e-5 relative to
-    the original's largest magnitude, but the variables `bounded` (zero gradient in real
-    arithmetic: their moves are Adam's rounding noise) and their slots: their weights, ours
-    and the original's, within Adam's largest move over the steps (Cauchy-Schwarz) of
-    `start`'s."""
+    the original's largest magnitude (with `v_as_gradients`, the square roots of the adam_v
+    slots), but the variables `bounded` (zero gradient in real arithmetic: their moves are
+    Adam's rounding noise) and their slots: their weights, ours and the original's, within
+    Adam's largest move over the steps (Cauchy-Schwarz) of `start`'s."""
     from rounding_bounds import adam_step_bound
 
     largest_move = sum(s["learning_rate"] * adam_step_bound(t + 1) for t, s in enumerate(steps))
@@ -445,8 +456,12 @@ def assert_adam_steps_match(ours, original, start, steps, bounded):
                 for values in (ours[name], expected):
                     assert np.all(np.abs(values - start[name]) <= largest_move * (1 + 1e-6))
             continue
+        actual = ours[name]
+        if v_as_gradients and name.endswith("/adam_v"):
+            # v sums squared gradients: compare it in the gradients' units.
+            actual, expected = np.sqrt(actual), np.sqrt(expected)
         scale = float(np.max(np.abs(expected)))
-        np.testing.assert_allclose(ours[name], expected, rtol=0, atol=1e-5 * scale,
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-5 * scale,
                                    err_msg=name)
 
 

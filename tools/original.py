@@ -9,6 +9,7 @@ Keras 3 and the removal of `tf.contrib` took away (`tf.layers.dense`, `tf.layers
 Its files are not modified.
 """
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -184,3 +185,26 @@ def load_albert_module(repo, name):
             del sys.modules[key]
             sys.modules[f"original_{key.replace('.', '_', 1)}"] = value
     return module
+
+
+# -- stand-ins the recording scripts (tests/data/*/make_expected.py) share -----------------
+@contextlib.contextmanager
+def patched(obj, name, value):
+    """`obj.name` is `value` inside the `with` block, restored after it."""
+    saved = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, saved)
+
+
+class RunConfig:
+    """tf.contrib.tpu.RunConfig as the original fine-tuning scripts use it: the checkpoint
+    directory and schedule (the TPU settings are ignored)."""
+
+    def __init__(self, model_dir, save_checkpoints_steps, keep_checkpoint_max, **kwargs):
+        del kwargs
+        self.model_dir = model_dir
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.keep_checkpoint_max = keep_checkpoint_max

@@ -33,11 +33,11 @@ from bert_tf import checkpoints, files
 from bert_tf.albert import classifier_data
 from bert_tf.albert.estimator import BEST_NAME, copy_to_best
 from bert_tf.albert.finetuning import (EVAL_RESULTS_FILE, SEPARATOR, AlbertFineTuningTrainer,
-                                       count_newer, numbered_checkpoints, record_parse_error,
-                                       remove_checkpoint)
+                                       cached_records, count_newer, numbered_checkpoints,
+                                       remove_checkpoint, sequence_length_problems)
 from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.data.classifier import ClassifierDataError
-from bert_tf.data.records import read_records_meta, records_are_current, records_meta
+from bert_tf.data.records import records_meta
 from bert_tf.evaluation import classifier_metrics
 from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.training.trainer import TrainerOptions, TrainingError
@@ -127,14 +127,8 @@ class AlbertClassifierOptions(TrainerOptions):
 
     def problems(self, config):
         problems = super().problems(config)
-        if self.max_seq_length > config.max_position_embeddings:
-            problems.append(
-                f"Cannot use sequence length {self.max_seq_length} because the ALBERT model "
-                f"was only trained up to sequence length {config.max_position_embeddings} "
-                "(--max_seq_length > max_position_embeddings of --albert_config_file)")
-        if self.max_seq_length < 3:
-            problems.append(f"--max_seq_length must be at least 3 ([CLS], [SEP] and a piece), "
-                            f"got {self.max_seq_length}")
+        problems += sequence_length_problems(self.max_seq_length, config, 3,
+                                             "[CLS], [SEP] and a piece")
         if self.predict_batch_size <= 0:
             problems.append(f"--predict_batch_size must be positive, got "
                             f"{self.predict_batch_size}")
@@ -145,17 +139,6 @@ class AlbertClassifierOptions(TrainerOptions):
 
 
 # -- records -------------------------------------------------------------------------------
-def _check_reused_records(path, task):
-    """Raises ClassifierDataError when the first record of `path` (a record file without our
-    sidecar, e.g. the original's) does not parse with this run's features."""
-    problem = record_parse_error(path, task.feature_spec(is_training=False))
-    if problem:
-        raise ClassifierDataError(
-            f"{path}: its records are not this run's (max_seq_length {task.max_seq_length}, "
-            f"{'float' if task.is_regression else 'int'} label_ids): {problem}; delete it or "
-            "use another --cached_dir")
-
-
 def records(path, examples, label_list, options, tokenizer, input_file, task):
     """The record file `path` of `examples`: reused when its sidecar says it holds them (the
     same input file, flags and SentencePiece model), or when it has no sidecar (the original
@@ -163,21 +146,21 @@ def records(path, examples, label_list, options, tokenizer, input_file, task):
     meta = records_meta(task.task_name, [input_file], options.max_seq_length,
                         options.spm_model_file, options.do_lower_case, label_list,
                         family="albert")
-    if records_are_current(path, meta):
-        logging.info("Reusing %s (made from the same files and flags)", path)
-        return path
-    if files.is_file(path) and read_records_meta(path) is None:
-        _check_reused_records(path, task)
-        logging.info("Reusing %s: it exists (the original reuses a cached record file as it is; "
-                     "delete it to rebuild it from %s)", path, input_file)
-        return path
-    if files.is_file(path):
-        logging.info("Rewriting %s: it was made from other files or flags", path)
-    logging.info("Writing %d examples to %s", len(examples), path)
-    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    classifier_data.write_records(examples, label_list, options.max_seq_length, tokenizer,
-                                  path, meta=meta)
-    return path
+
+    def mismatch(problem):
+        return ClassifierDataError(
+            f"{path}: its records are not this run's (max_seq_length {task.max_seq_length}, "
+            f"{'float' if task.is_regression else 'int'} label_ids): {problem}; delete it or "
+            "use another --cached_dir")
+
+    def write():
+        logging.info("Writing %d examples to %s", len(examples), path)
+        classifier_data.write_records(examples, label_list, options.max_seq_length, tokenizer,
+                                      path, meta=meta)
+
+    return cached_records(path, meta, task.feature_spec(is_training=False), write, mismatch,
+                          "the original reuses a cached record file as it is; delete it to "
+                          f"rebuild it from {input_file}")
 
 
 # -- eval over the checkpoints --------------------------------------------------------------

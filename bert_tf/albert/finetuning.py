@@ -16,8 +16,10 @@ original's loops remove them), `copy_to_best` (a checkpoint copied to model.ckpt
 they do on a better score). `score_checkpoints`: run_squad_v1's and run_squad_v2's loop (one
 loop in the original), with the task's scoring as a callback.
 
-`record_parse_error`: whether a cached record file the original would reuse as it is (no
-sidecar of ours) holds this run's features.
+`cached_records`: a record file reused (ours with the same sidecar, or one without a sidecar
+that holds this run's features, as the original reuses any) or written; `record_parse_error`:
+whether a file without our sidecar holds them. `sequence_length_problems`: the --max_seq_length
+checks of run_classifier and run_race.
 """
 
 import os
@@ -29,6 +31,7 @@ from absl import logging
 from bert_tf import checkpoints, files
 from bert_tf.albert.estimator import (BEST_NAME, CHECKPOINT_FILES, OPTIMIZERS,
                                       MetaGraphCheckpoints, copy_to_best)
+from bert_tf.data.records import read_records_meta, records_are_current
 from bert_tf.training.trainer import Trainer
 
 EVAL_RESULTS_FILE = "eval_results.txt"
@@ -194,3 +197,42 @@ def record_parse_error(path, spec):
     except (tf.errors.OpError, ValueError) as e:
         return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return None
+
+
+def cached_records(path, meta, spec, write, mismatch, reuse_note):
+    """The record file `path`: reused when its sidecar matches `meta` (the same input files,
+    flags and SentencePiece model), or when it has no sidecar and its first record parses with
+    feature spec `spec` (the original reuses any file of that name: e.g. one it wrote; logged
+    with `reuse_note`); else (re)written by `write()`. A file without a sidecar that does not
+    parse raises `mismatch(problem)` (the parser's complaint). Returns `path`."""
+    if records_are_current(path, meta):
+        logging.info("Reusing %s (made from the same files and flags)", path)
+        return path
+    if files.is_file(path) and read_records_meta(path) is None:
+        problem = record_parse_error(path, spec)
+        if problem:
+            raise mismatch(problem)
+        logging.info("Reusing %s: it exists (%s)", path, reuse_note)
+        return path
+    if files.is_file(path):
+        logging.info("Rewriting %s: it was made from other files or flags", path)
+    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
+    write()
+    return path
+
+
+# -- flags ---------------------------------------------------------------------------------
+def sequence_length_problems(max_seq_length, config, minimum, layout):
+    """The problems of --max_seq_length with ALBERT config `config` (list of str): longer than
+    its position embeddings, or shorter than `minimum`, the pieces of the smallest sequence
+    (`layout`, e.g. "[CLS], [SEP] and a piece")."""
+    problems = []
+    if max_seq_length > config.max_position_embeddings:
+        problems.append(
+            f"Cannot use sequence length {max_seq_length} because the ALBERT model "
+            f"was only trained up to sequence length {config.max_position_embeddings} "
+            "(--max_seq_length > max_position_embeddings of --albert_config_file)")
+    if max_seq_length < minimum:
+        problems.append(f"--max_seq_length must be at least {minimum} ({layout}), got "
+                        f"{max_seq_length}")
+    return problems

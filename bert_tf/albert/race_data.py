@@ -41,9 +41,8 @@ from absl import logging
 
 from bert_tf import files
 from bert_tf.albert.tokenization import preprocess_text
-from bert_tf.data import writer as writer_lib
+from bert_tf.data.classifier import write_example_records
 from bert_tf.data.features import TAG_INT64_LIST, LengthPrefixed, map_entry, varint
-from bert_tf.data.records import META_SUFFIX, write_records_meta
 from bert_tf.text import convert_to_unicode
 
 LABELS = ("A", "B", "C", "D")
@@ -53,7 +52,6 @@ LEVELS = ("middle", "high")
 SPLIT_DIRS = {"train": "train", "dev": "dev", "test": "test"}
 ALL_FILE = "all.txt"
 NUM_LOGGED_EXAMPLES = 5
-LOG_EVERY = 10000
 # The record's features in the order protobuf's deterministic serialization writes them.
 RECORD_FEATURES = ("input_ids", "input_mask", "is_real_example", "label_ids", "segment_ids")
 
@@ -413,17 +411,6 @@ def write_race_records(examples, max_seq_length, tokenizer, output_file, max_qa_
     """
     converter = _Converter(max_seq_length, tokenizer, max_qa_length)
     encoder = RaceExampleEncoder(max_seq_length, max(tokenizer.vocab.values()) + 1)
-    files.remove(output_file + META_SUFFIX)
-    total = len(examples)
-    with files.atomic_path(output_file) as temp:
-        records = writer_lib.TFRecordFile(temp, name=output_file)
-        try:
-            for ex_index, example in enumerate(examples):
-                if ex_index % LOG_EVERY == 0:
-                    logging.info("Writing example %d of %d", ex_index, total)
-                records.write(encoder.encode(*converter.convert(ex_index, example)))
-        finally:
-            records.close()
-    if meta is not None:
-        write_records_meta(output_file, meta, total)
-    return total
+    return write_example_records(
+        examples, output_file, lambda ex_index, example: encoder.encode(
+            *converter.convert(ex_index, example)), meta)

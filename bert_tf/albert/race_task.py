@@ -45,15 +45,15 @@ from bert_tf import checkpoints, files
 from bert_tf.albert import race_data
 from bert_tf.albert.estimator import BEST_NAME, copy_to_best
 from bert_tf.albert.finetuning import (EVAL_RESULTS_FILE, SEPARATOR, AlbertFineTuningTrainer,
-                                       count_newer, numbered_checkpoints, record_parse_error,
-                                       remove_checkpoint, result_lines)
+                                       cached_records, count_newer, numbered_checkpoints,
+                                       remove_checkpoint, result_lines, sequence_length_problems)
 from bert_tf.albert.tokenization import FullTokenizer
 from bert_tf.checkpoints import CheckpointError
-from bert_tf.data.records import read_records_meta, records_are_current, records_meta
+from bert_tf.data.records import records_meta
 from bert_tf.heads import CLASSIFIER
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 from bert_tf.models import BertTaskModel
-from bert_tf.training.task import Task
+from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.training.trainer import TrainerOptions, TrainingError
 
 TASK_NAME = "race"
@@ -98,8 +98,10 @@ class MultipleChoiceModel(BertTaskModel):
         return dict(super().get_config(), num_choices=self.num_choices)
 
 
-class RaceTask(Task):
-    """The original run_race's model, records, loss and eval results.
+class RaceTask(ClassificationTask):
+    """The original run_race's model, records and eval results; the loss (-log_softmax of the
+    label's logit, the batch mean), eval and predict outputs are the classification task's over
+    the 4 choices.
 
     Args:
       max_seq_length: the records' sequence length (of each choice).
@@ -107,15 +109,11 @@ class RaceTask(Task):
     """
 
     name = "albert_race"
-    step_keys = ("total_loss",)
-    log_names = ("loss",)
-    eval_per_example_keys = ("per_example_loss", "logits", "label_ids", "is_real_example")
-    # The loss and outputs read [CLS] only, which a batch cut to its longest choice computes
-    # as the padded one does.
-    eval_by_length = True
 
     def __init__(self, max_seq_length, dropout_prob=0.1):
-        self.max_seq_length = max_seq_length
+        super().__init__(TASK_NAME, race_data.LABELS, max_seq_length, dropout_rate=dropout_prob)
+        # ClassificationTask names itself after the GLUE task; this is the class's name.
+        self.name = type(self).name
         self.dropout_prob = dropout_prob
 
     def describe(self):
@@ -127,24 +125,6 @@ class RaceTask(Task):
 
     def feature_spec(self, is_training):
         return race_data.record_feature_spec(self.max_seq_length)
-
-    def per_example_loss(self, outputs, features):
-        """float32 [B]: -log_softmax(logits)[label]."""
-        labels = tf.cast(tf.reshape(features["label_ids"], [-1]), tf.int32)
-        return -tf.gather(outputs["log_probs"], labels, batch_dims=1)
-
-    def compute_loss(self, outputs, features, normalizers):
-        # The original's loss is the batch mean; here each replica's share of it.
-        per_example = self.per_example_loss(outputs, features)
-        return {"total_loss": tf.reduce_sum(per_example) / normalizers[0]}
-
-    def eval_outputs(self, outputs, features, losses, normalizers):
-        return {
-            "per_example_loss": self.per_example_loss(outputs, features),
-            "logits": outputs["logits"],
-            "label_ids": features["label_ids"],
-            "is_real_example": tf.cast(features["is_real_example"], tf.float32),
-        }
 
     def finalize_eval(self, batches, global_step):
         """The original's results: `eval_accuracy` and `eval_loss` (tf.metrics' accuracy and
@@ -169,10 +149,6 @@ class RaceTask(Task):
             "global_step": int(global_step),
             "loss": np.float32(np.mean(np.asarray(batch_means, np.float32), dtype=np.float32)),
         }
-
-    def predict_outputs(self, outputs, features):
-        return {"probabilities": outputs["probabilities"],
-                "is_real_example": features["is_real_example"]}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -205,14 +181,8 @@ class RaceOptions(TrainerOptions):
 
     def problems(self, config):
         problems = super().problems(config)
-        if self.max_seq_length > config.max_position_embeddings:
-            problems.append(
-                f"Cannot use sequence length {self.max_seq_length} because the ALBERT model "
-                f"was only trained up to sequence length {config.max_position_embeddings} "
-                "(--max_seq_length > max_position_embeddings of --albert_config_file)")
-        if self.max_seq_length < 4:
-            problems.append(f"--max_seq_length must be at least 4 ([CLS] article [SEP] "
-                            f"ending [SEP]), got {self.max_seq_length}")
+        problems += sequence_length_problems(self.max_seq_length, config, 4,
+                                             "[CLS] article [SEP] ending [SEP]")
         if self.max_qa_length < 0:
             problems.append(f"--max_qa_length must be >= 0, got {self.max_qa_length}")
         if self.predict_batch_size <= 0:
@@ -234,25 +204,21 @@ def records(path, examples, input_files, options, tokenizer, task):
     meta = records_meta(TASK_NAME, input_files, options.max_seq_length, options.spm_model_file,
                         options.do_lower_case, list(race_data.LABELS), family="albert",
                         max_qa_length=options.max_qa_length)
-    if records_are_current(path, meta):
-        logging.info("Reusing %s (made from the same files and flags)", path)
-        return path
-    if files.is_file(path) and read_records_meta(path) is None:
-        problem = record_parse_error(path, task.feature_spec(is_training=False))
-        if problem:
-            raise RaceError(f"{path}: its records are not this run's (4 choices of "
-                            f"--max_seq_length={task.max_seq_length}): {problem}; delete it to "
-                            "rebuild it")
-        logging.info("Reusing %s: it exists (the original reuses its record files as they are; "
-                     "delete it to rebuild it from --data_dir)", path)
-        return path
-    if files.is_file(path):
-        logging.info("Rewriting %s: it was made from other files or flags", path)
-    logging.info("Writing %d examples to %s", len(examples), path)
-    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    race_data.write_race_records(examples, options.max_seq_length, tokenizer, path,
-                                 options.max_qa_length, meta=meta)
-    return path
+    spec = task.feature_spec(is_training=False)
+
+    def mismatch(problem):
+        return RaceError(f"{path}: its records are not this run's (4 choices of "
+                         f"--max_seq_length={task.max_seq_length}): {problem}; delete it to "
+                         "rebuild it")
+
+    def write():
+        logging.info("Writing %d examples to %s", len(examples), path)
+        race_data.write_race_records(examples, options.max_seq_length, tokenizer, path,
+                                     options.max_qa_length, meta=meta)
+
+    return cached_records(path, meta, spec, write, mismatch,
+                          "the original reuses its record files as they are; delete it to "
+                          "rebuild it from --data_dir")
 
 
 # -- scoring checkpoints -------------------------------------------------------------------

@@ -25,20 +25,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import flags  # noqa: E402
 
 from bert_tf import flags as shared_flags  # noqa: E402
+from bert_tf.albert import command_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-# The original's flags.
+# The original's flags (the common ones: command_flags, with run_race.py's help and defaults),
+# and bert_tf's trainer flags (docs/scale.md).
+command_flags.define_albert_flags(
+    vocab_file=("The vocabulary file that the ALBERT model was trained on (unread with "
+                "--spm_model_file, as in the original)."),
+    albert_hub_module_handle="If set, the ALBERT hub module to use (not supported: refused).",
+    iterations_per_loop="How many steps to make in each estimator call.")
+FLAGS.set_default("do_train", True)
+FLAGS.set_default("learning_rate", 1e-5)
+FLAGS.set_default("save_checkpoints_steps", 100)
 flags.DEFINE_string("data_dir", None,
                     "The input data dir: RACE/{train,dev,test}/{middle,high}/all.txt under it "
                     "(one JSON document per line; else the release's one-document .txt files).")
-flags.DEFINE_string("albert_config_file", None,
-                    "The config json file corresponding to the pre-trained ALBERT model. This "
-                    "specifies the model architecture.")
 flags.DEFINE_string("task_name", "race", "The name of the task to train.")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the ALBERT model was trained on (unread with "
-                    "--spm_model_file, as in the original).")
 flags.DEFINE_string("train_file", None,
                     "path to preprocessed tfrecord file. The file will be generated if not "
                     "exist (default <output_dir>/train.tf_record).")
@@ -49,16 +53,6 @@ flags.DEFINE_string("predict_file", None,
                     "path to preprocessed tfrecord file. The file will be generated if not "
                     "exist (default <output_dir>/predict.tf_record; the original ignores this "
                     "flag and always writes that one).")
-flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
-flags.DEFINE_string("output_dir", None,
-                    "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained ALBERT model).")
-flags.DEFINE_string("albert_hub_module_handle", None,
-                    "If set, the ALBERT hub module to use (not supported: refused).")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Whether to lower case the input text. Should be True for uncased models and "
-                  "False for cased models.")
 flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
 flags.DEFINE_integer("max_seq_length", 512,
                      "The maximum total input sequence length (of each article + question + "
@@ -73,32 +67,20 @@ flags.DEFINE_integer("num_keep_checkpoint", 5,
 flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high school set.")
 flags.DEFINE_bool("middle_only", False,
                   "Whether to only run the model on the middle school set.")
-flags.DEFINE_bool("do_train", True, "Whether to run training.")
 flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
 flags.DEFINE_bool("do_predict", False,
                   "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 1e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.")
 flags.DEFINE_integer("warmup_step", 1000,
                      "number of steps to perform linear learning rate warmup for.")
-flags.DEFINE_integer("save_checkpoints_steps", 100, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000,
-                     "How many steps to make in each estimator call.")
-shared_flags.define_tpu_flags()
-
-# Added flags (docs/scale.md).
-shared_flags.define_trainer_flags()
 # The original's RunConfig keeps every checkpoint; its eval loop removes the scored ones.
 FLAGS.set_default("keep_checkpoint_max", 0)
 flags.declare_key_flag("keep_checkpoint_max")
 
-
 def main(argv):
     del argv
-    from bert_tf.albert.config import AlbertConfig
     from bert_tf.albert.race_data import RaceDataError
     from bert_tf.albert.race_task import RaceOptions, run
 
@@ -108,14 +90,13 @@ def main(argv):
               "or a checkpoint exported with bert_tf.albert.export_checkpoints)",
               file=sys.stderr)
         return 1
-    return shared_flags.run_fine_tuning(
+    return command_flags.run_fine_tuning(
         "run_race.py", RaceOptions, run, task_errors=(RaceDataError,),
-        read_config=lambda: AlbertConfig.from_json_file(FLAGS.albert_config_file),
-        num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step,
-        **{name: FLAGS[name].value for name in (
-            "data_dir", "spm_model_file", "vocab_file", "task_name", "train_file", "eval_file",
-            "predict_file", "do_lower_case", "dropout_prob", "max_seq_length", "max_qa_length",
-            "high_only", "middle_only", "eval_batch_size", "predict_batch_size")})
+        fields=("data_dir", "spm_model_file", "vocab_file", "task_name", "train_file",
+                "eval_file", "predict_file", "do_lower_case", "dropout_prob", "max_seq_length",
+                "max_qa_length", "high_only", "middle_only", "eval_batch_size",
+                "predict_batch_size"),
+        num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step)
 
 
 def run_main():

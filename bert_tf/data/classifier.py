@@ -314,6 +314,17 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
     converter = _Converter(label_list, max_seq_length, tokenizer)
     encoder = ClassifierExampleEncoder(max_seq_length, max(tokenizer.vocab.values()) + 1,
                                        is_regression=label_list is None)
+    return write_example_records(
+        examples, output_file, lambda ex_index, example: encoder.encode(
+            *converter.convert(ex_index, example)), meta)
+
+
+def write_example_records(examples, output_file, encode, meta=None):
+    """Writes `encode(ex_index, example)` (a serialized tf.train.Example) of each of `examples`
+    to the TFRecord file `output_file`, logging every LOG_EVERY-th: to a temporary file renamed
+    when all are written (an error or a full disk removes it), then, if `meta` is given, the
+    sidecar `<output_file>.meta.json` (`bert_tf.data.records`); any old sidecar is removed
+    first. Returns the number of records written (= len(examples))."""
     files.remove(output_file + META_SUFFIX)
     total = len(examples)
     with files.atomic_path(output_file) as temp:
@@ -322,7 +333,7 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
             for ex_index, example in enumerate(examples):
                 if ex_index % LOG_EVERY == 0:
                     logging.info("Writing example %d of %d", ex_index, total)
-                records.write(encoder.encode(*converter.convert(ex_index, example)))
+                records.write(encode(ex_index, example))
         finally:
             records.close()
     if meta is not None:

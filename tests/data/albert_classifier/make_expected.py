@@ -58,7 +58,6 @@ is computed before it and fed (as the other recordings do).
 """
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -74,7 +73,7 @@ sys.path.insert(0, REPO)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tools.original import load_albert_module  # noqa: E402
+from tools.original import RunConfig, load_albert_module, patched  # noqa: E402
 
 v1 = tf.compat.v1
 GLUE = os.path.join(HERE, "glue")
@@ -309,16 +308,6 @@ class _NoDropout:
         return x
 
 
-@contextlib.contextmanager
-def patched(obj, name, value):
-    saved = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, saved)
-
-
 def _metric_variable(name, shape=(), validate_shape=True):
     return v1.get_local_variable(name, shape=shape, dtype=tf.float32,
                                  initializer=v1.zeros_initializer(),
@@ -384,14 +373,6 @@ def streaming_pearson_correlation(predictions, labels, weights=None):
         value = cov / (tf.sqrt(var_p) * tf.sqrt(var_l))
         update = update_cov / (tf.sqrt(update_var_p) * tf.sqrt(update_var_l))
     return value, update
-
-
-class RunConfig:
-    def __init__(self, model_dir, save_checkpoints_steps, keep_checkpoint_max, **kwargs):
-        del kwargs
-        self.model_dir = model_dir
-        self.save_checkpoints_steps = save_checkpoints_steps
-        self.keep_checkpoint_max = keep_checkpoint_max
 
 
 class TPUEstimator:

@@ -62,7 +62,6 @@ step is computed before it and fed.
 """
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -78,7 +77,7 @@ sys.path.insert(0, REPO)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tools.original import load_albert_module  # noqa: E402
+from tools.original import RunConfig, load_albert_module, patched  # noqa: E402
 
 v1 = tf.compat.v1
 RACE = os.path.join(HERE, "RACE")
@@ -257,24 +256,6 @@ def record_examples_and_records(race_utils, tokenization):
 
 
 # -- the Estimator's stand-ins -------------------------------------------------------------
-@contextlib.contextmanager
-def patched(obj, name, value):
-    saved = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, saved)
-
-
-class RunConfig:
-    def __init__(self, model_dir, save_checkpoints_steps, keep_checkpoint_max, **kwargs):
-        del kwargs
-        self.model_dir = model_dir
-        self.save_checkpoints_steps = save_checkpoints_steps
-        self.keep_checkpoint_max = keep_checkpoint_max
-
-
 class TPUEstimator:
     """TPUEstimator(use_tpu=False), as far as run_race's main() uses it (module docstring)."""
 
