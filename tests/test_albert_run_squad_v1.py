@@ -49,7 +49,7 @@ def test_predict_only_gives_the_originals_predictions(tmp_path, caplog):
     write_predictions_v1 on its own logits of the same weights, the n-best texts equal and
     their logits within float32 rounding. A second run reads the feature files back."""
     out = tmp_path / "out"
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger="absl")  # whatever verbosity an earlier test left
     result = run_v1(config(), options(out), do_predict=True)
     assert "predicting with the weights of --init_checkpoint" in caplog.text
     expected = EXPECTED["predictions"]["model/20/30"]

@@ -134,7 +134,7 @@ def test_predict_without_train_file_works(trained, tmp_path, caplog):
     for name in OUTPUTS:
         (output_dir / f"{name}.json").unlink()
     mtime = (output_dir / "predict.tf_record").stat().st_mtime_ns
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger="absl")  # whatever verbosity an earlier test left
     out = run(config(), options(output_dir, train_file=None), do_predict=True)
     assert out["eval_results"] == EXPECTED["eval"]
     assert_outputs_match(output_dir, DATA / "original")
