@@ -122,11 +122,6 @@ class SquadV2Task(Task):
     # The head reads the sequence output only: the pooler gets no gradient, hence (as in the
     # original) no update and no Adam slots.
     unused_variable_prefixes = ("bert/pooler/",)
-    # The original looks both tables up with tf.nn.embedding_lookup (use_one_hot_embeddings is
-    # False off TPU): both gradients are IndexedSlices, whose part of the clipped global norm is
-    # the sum of their squared rows.
-    row_norm_variables = ("bert/embeddings/word_embeddings",
-                          "bert/embeddings/token_type_embeddings")
     sequence_keys = SEQUENCE_FEATURES
     position_keys = ("start_positions", "end_positions")
     # Positions past a window's input_mask have p_mask 1: their logits are -1e30, their
