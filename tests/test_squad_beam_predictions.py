@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bert_tf.evaluation import squad_beam_predictions as beam
+from bert_tf.evaluation import squad_predictions
 from conftest import ALBERT_ORIGINAL_REPO
 
 DATA = Path(__file__).resolve().parent / "data" / "albert_squad_v2"
@@ -106,7 +107,7 @@ def test_the_fixture_covers_what_it_should():
 
 def test_a_window_without_result_is_named(tmp_path):
     results = raw_results("results.npz")[1:]
-    with pytest.raises(beam.PredictionError, match=str(1000000000)):
+    with pytest.raises(squad_predictions.PredictionError, match=str(1000000000)):
         run_ours(tmp_path, results, 20, 30)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from bert_tf.albert import squad_data
 from bert_tf.albert.tokenization import FullTokenizer
-from bert_tf.evaluation import squad_char_spans, squad_eval
+from bert_tf.evaluation import squad_char_spans, squad_eval, squad_predictions
 from conftest import load_recorder
 
 DATA = Path(__file__).resolve().parent / "data" / "albert_squad_v1"
@@ -76,7 +76,7 @@ def test_the_runs_cover_their_cases(predict_set, tmp_path):
     padded = [i for i, f in enumerate(features)
               if i % 3 == 0 and features[i].paragraph_len < recorder.MAX_SEQ_LENGTH]
     assert padded and all(
-        squad_char_spans.best_indexes(start[i], 1)[0] >= features[i].paragraph_len
+        squad_predictions.get_best_indexes(start[i], 1)[0] >= features[i].paragraph_len
         for i in padded)
     values = {round(float(x), 6) for row in start for x in row}
     assert all(round(e["start_log_prob"], 6) in values
@@ -84,12 +84,12 @@ def test_the_runs_cover_their_cases(predict_set, tmp_path):
 
 
 def test_best_indexes_ties_go_to_the_lower_position():
-    assert squad_char_spans.best_indexes([0.5, 1.0, 0.5, 1.0, 0.2], 3) == [1, 3, 0]
-    assert squad_char_spans.best_indexes([1.0], 5) == [0]
-    assert squad_char_spans.best_indexes([1.0, 2.0], 0) == []
+    assert squad_predictions.get_best_indexes([0.5, 1.0, 0.5, 1.0, 0.2], 3) == [1, 3, 0]
+    assert squad_predictions.get_best_indexes([1.0], 5) == [0]
+    assert squad_predictions.get_best_indexes([1.0, 2.0], 0) == []
 
 
 def test_missing_result_is_named(predict_set):
     examples, features, _ = predict_set
-    with pytest.raises(squad_char_spans.PredictionError, match=str(features[0].unique_id)):
+    with pytest.raises(squad_predictions.PredictionError, match=str(features[0].unique_id)):
         squad_char_spans.accumulate_predictions_v1({}, examples, features, [], 20, 30)

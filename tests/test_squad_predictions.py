@@ -164,9 +164,9 @@ def test_get_final_text_equals_original(absl_log):
 
 def test_best_indexes_and_softmax_equal_original():
     for logits, n, expected in EXPECTED["best_indexes"]:
-        assert sp._get_best_indexes(logits, n) == expected
+        assert sp.get_best_indexes(logits, n) == expected
     for scores, expected in EXPECTED["softmax"]:
-        assert sp._compute_softmax(list(scores)) == expected
+        assert sp.compute_softmax(list(scores)) == expected
 
 
 @pytest.mark.parametrize("obj", [

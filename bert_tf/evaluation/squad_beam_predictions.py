@@ -31,14 +31,15 @@ its unique_id (the original: KeyError).
 
 import collections
 import json
-import math
 
 from absl import logging
 
 from bert_tf import files
 from bert_tf.evaluation import squad_eval
+from bert_tf.evaluation.squad_char_spans import features_by_example
+from bert_tf.evaluation.squad_predictions import PredictionError, compute_softmax
 
-__all__ = ["RawResultV2", "PredictionError", "accumulate", "write_predictions", "evaluate",
+__all__ = ["RawResultV2", "accumulate", "write_predictions", "evaluate",
            "NULL_SCORE_WITHOUT_WINDOWS"]
 
 RawResultV2 = collections.namedtuple(
@@ -49,17 +50,6 @@ RawResultV2 = collections.namedtuple(
 NULL_SCORE_WITHOUT_WINDOWS = 1000000
 # The n-best entry of an example without candidate spans.
 _NO_SPAN = ("", -1e6, -1e6)
-
-
-class PredictionError(ValueError):
-    """Results that do not match the features (a window without a result)."""
-
-
-def _features_by_example(all_features):
-    by_example = collections.defaultdict(list)
-    for feature in all_features:
-        by_example[feature.example_index].append(feature)
-    return by_example
 
 
 def accumulate(result_dict, cls_dict, all_examples, all_features, all_results, start_n_top,
@@ -80,7 +70,7 @@ def accumulate(result_dict, cls_dict, all_examples, all_features, all_results, s
       start_n_top, end_n_top, max_answer_length: the run's flags.
       sep_token: the tokenizer's separator ("[SEP]"): the context starts after the first.
     """
-    by_example = _features_by_example(all_features)
+    by_example = features_by_example(all_features)
     by_id = {result.unique_id: result for result in all_results}
     for example_index in range(len(all_examples)):
         spans_of = result_dict.setdefault(example_index, {})
@@ -112,16 +102,6 @@ def accumulate(result_dict, cls_dict, all_examples, all_features, all_results, s
         cls_dict.setdefault(example_index, []).append(null_score)
 
 
-def _softmax(scores):
-    """The original's softmax over a list of floats, in its order of operations."""
-    largest = max(scores)
-    exps = [math.exp(score - largest) for score in scores]
-    total = 0.0
-    for x in exps:
-        total += x
-    return [x / total for x in exps]
-
-
 def _mean(values):
     total = 0
     for value in values:
@@ -134,7 +114,7 @@ def compute_predictions(result_dict, cls_dict, all_examples, all_features, n_bes
     """(predictions, nbest, null_odds): OrderedDicts by qas_id of the answer text, the n-best
     list (dicts text, probability, start_log_prob, end_log_prob) and the null score, from
     `accumulate`'s dicts (see the module docstring)."""
-    by_example = _features_by_example(all_features)
+    by_example = features_by_example(all_features)
     predictions = collections.OrderedDict()
     nbest_json = collections.OrderedDict()
     null_odds = collections.OrderedDict()
@@ -160,7 +140,7 @@ def compute_predictions(result_dict, cls_dict, all_examples, all_features, n_bes
             nbest.append((text, start_log_prob, end_log_prob))
         if not nbest:
             nbest.append(_NO_SPAN)
-        probabilities = _softmax([s + e for _, s, e in nbest])
+        probabilities = compute_softmax([s + e for _, s, e in nbest])
         nbest_json[example.qas_id] = [
             collections.OrderedDict(text=text, probability=probability, start_log_prob=s,
                                     end_log_prob=e)

@@ -26,25 +26,24 @@ characters from its first piece's start to its last piece's end, `.strip()`-ed: 
 The official v1.1 score of these predictions is `bert_tf.evaluation.squad_eval.evaluate(...,
 version="1.1")` (the original's `evaluate_v1`: the same sums in the same order).
 
-Public helpers v2's post-processing may share: `RawResult`, `best_indexes`, `compute_softmax`,
-`dumps_json`.
+Public helpers v2's post-processing shares: `dumps_json`, `features_by_example`; both use
+`bert_tf.evaluation.squad_predictions`' `compute_softmax`, `get_best_indexes` (the original's
+helpers) and `PredictionError`.
 """
 
 import collections
 import json
-import math
 
-import numpy as np
 from absl import logging
 
 from bert_tf import files
+from bert_tf.evaluation.squad_predictions import (PredictionError, compute_softmax,
+                                                get_best_indexes)
 
 __all__ = [
     "RawResult",
-    "PredictionError",
-    "best_indexes",
-    "compute_softmax",
     "dumps_json",
+    "features_by_example",
     "accumulate_predictions_v1",
     "predictions_v1",
     "write_predictions_v1",
@@ -60,35 +59,13 @@ _NbestPrediction = collections.namedtuple("NbestPrediction",
                                           ["text", "start_log_prob", "end_log_prob"])
 
 
-class PredictionError(ValueError):
-    """Results that do not match the features (a window without a result)."""
-
-
-def best_indexes(logits, n_best_size):
-    """The positions of the `n_best_size` largest logits, largest first, ties to the lower
-    position (the original's stable sort): list of ints."""
-    order = np.argsort(-np.asarray(logits, np.float64), kind="stable")
-    return order[:max(n_best_size, 0)].tolist()
-
-
-def compute_softmax(scores):
-    """Softmax of a list of floats (math.exp, summed in order, as the original)."""
-    if not scores:
-        return []
-    max_score = max(scores)
-    exp_scores = [math.exp(score - max_score) for score in scores]
-    total = 0.0
-    for x in exp_scores:
-        total += x
-    return [x / total for x in exp_scores]
-
-
 def dumps_json(obj):
     """What the original writes: `json.dumps(obj, indent=4) + "\\n"`."""
     return json.dumps(obj, indent=4) + "\n"
 
 
-def _features_by_example(all_features):
+def features_by_example(all_features):
+    """{example_index: [its windows, in order]}."""
     by_example = collections.defaultdict(list)
     for feature in all_features:
         by_example[feature.example_index].append(feature)
@@ -110,7 +87,7 @@ def accumulate_predictions_v1(result_dict, all_examples, all_features, all_resul
     Raises:
       PredictionError: a feature without a result.
     """
-    by_example = _features_by_example(all_features)
+    by_example = features_by_example(all_features)
     result_of = {result.unique_id: result for result in all_results}
     for example_index in range(len(all_examples)):
         spans_of_window = result_dict.setdefault(example_index, {})
@@ -124,8 +101,8 @@ def accumulate_predictions_v1(result_dict, all_examples, all_features, all_resul
             doc_offset = feature.tokens.index("[SEP]") + 1
             num_pieces = len(feature.tok_start_to_orig_index)
             max_context = feature.token_is_max_context
-            end_indexes = best_indexes(end_logits, n_best_size)
-            for start_index in best_indexes(start_logits, n_best_size):
+            end_indexes = get_best_indexes(end_logits, n_best_size)
+            for start_index in get_best_indexes(start_logits, n_best_size):
                 if start_index - doc_offset >= num_pieces:
                     continue
                 if not max_context.get(start_index, False):
@@ -144,7 +121,7 @@ def predictions_v1(result_dict, all_examples, all_features, n_best_size):
     """(predictions, nbest): OrderedDicts qas_id -> text, and qas_id -> list of OrderedDicts
     (text, probability, start_log_prob, end_log_prob), from `accumulate_predictions_v1`'s
     result_dict."""
-    by_example = _features_by_example(all_features)
+    by_example = features_by_example(all_features)
     all_predictions = collections.OrderedDict()
     all_nbest = collections.OrderedDict()
     for example_index, example in enumerate(all_examples):

@@ -56,6 +56,8 @@ __all__ = [
     "write_predictions",
     "compute_predictions",
     "get_final_text",
+    "get_best_indexes",
+    "compute_softmax",
     "NO_ANSWER_NULL_ODDS",
 ]
 
@@ -92,12 +94,12 @@ def _best_indexes(logits, n_best_size):
     return best
 
 
-def _get_best_indexes(logits, n_best_size):
+def get_best_indexes(logits, n_best_size):
     """The original's helper on one list of logits: a list of positions."""
     return _best_indexes(np.asarray(logits, dtype=np.float64), n_best_size).tolist()
 
 
-def _compute_softmax(scores):
+def compute_softmax(scores):
     """Softmax over a list of floats (math.exp, summed in order, as the original)."""
     if not scores:
         return []
@@ -430,7 +432,7 @@ class _ExamplePredictor:
             nbest.append(("empty", 0.0, 0.0))
 
         qas_id = example.qas_id
-        probs = _compute_softmax([s + e for _, s, e in nbest])
+        probs = compute_softmax([s + e for _, s, e in nbest])
         self.nbest[qas_id] = [
             {"text": text, "probability": p, "start_logit": s, "end_logit": e}
             for (text, s, e), p in zip(nbest, probs)]
