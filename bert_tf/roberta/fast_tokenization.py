@@ -49,7 +49,7 @@ import functools
 import numpy as np
 
 from bert_tf.roberta import character_classes
-from bert_tf.roberta.tokenization import SPECIAL_TOKENS, bytes_to_unicode
+from bert_tf.roberta.tokenization import SPECIAL_TOKENS, bytes_to_unicode, special_token_names
 
 # Class representatives in the class string (step 1), by class index.
 LETTER, NUMBER, SPACE, OTHER = 0, 1, 2, 3
@@ -113,17 +113,14 @@ def bpe_tables(vocab):
     keys = np.asarray(list(ranks), np.int64)
     values = np.asarray(list(ranks.values()), np.int64)
     merged = np.asarray([vocab[a + b] for a, b in vocab.merges], np.int64)
-    decoder = {c: b for b, c in bytes_to_unicode().items()}
+    # A piece's characters stand for one byte each (the special tokens are ASCII); an entry
+    # with other characters (BPE never gives one) counts its UTF-8 bytes.
+    alphabet = set(bytes_to_unicode().values())
     piece_bytes = np.zeros(size, np.int64)
     for token, index in vocab.items():
-        piece_bytes[index] = (len(token.encode("utf-8")) if token in _special_strings()
-                              or any(c not in decoder for c in token) else len(token))
+        piece_bytes[index] = (len(token) if all(c in alphabet for c in token)
+                              else len(token.encode("utf-8")))
     return byte_ids, keys, values, merged, piece_bytes, size
-
-
-def _special_strings():
-    s = SPECIAL_TOKENS
-    return (s.cls, s.sep, s.unk, s.pad, s.mask)
 
 
 def _make_module_class():
@@ -174,7 +171,7 @@ def _make_module_class():
             else:  # a vocabulary without merges: every byte a piece
                 self._ranks = None
             self._size = tf.constant(size, tf.int64)
-            specials = _special_strings()
+            specials = special_token_names()
             self._special_ids = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
                     tf.constant(list(specials)),
@@ -200,12 +197,9 @@ def _make_module_class():
                 texts, "UTF-8", errors="ignore")
             cps = decoded.flat_values
             char_rows = decoded.row_splits
-            kind = tf.gather(self._class_chars,
-                             tf.searchsorted(self._class_starts, cps, side="right") - 1)
-            ascii_or_class = tf.where(cps < 128, cps, kind)
-            is_space = tf.gather(
-                self._class_is_space,
-                tf.searchsorted(self._class_starts, cps, side="right") - 1)
+            kind = tf.searchsorted(self._class_starts, cps, side="right") - 1
+            ascii_or_class = tf.where(cps < 128, cps, tf.gather(self._class_chars, kind))
+            is_space = tf.gather(self._class_is_space, kind)
             class_text = tf.strings.unicode_encode(
                 tf.RaggedTensor.from_row_splits(ascii_or_class, char_rows, validate=False),
                 "UTF-8")
