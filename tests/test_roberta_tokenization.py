@@ -181,6 +181,9 @@ def test_special_tokens_and_family_surface(tokenizers):
     assert tokenizer.convert_tokens_to_ids(["not a piece"]) == [tokenizer.vocab["<unk>"]]
     assert tokenizer.vocab.merges == read_merges(MERGES)
     assert tokenizer.tokenize(b"caf\xc3\xa9 \xff") == tokenizer.tokenize("café ")
+    # A lone surrogate (JSON's "\ud800") has no bytes: no piece, no crash.
+    assert tokenizer.tokenize("a\ud800 b") == tokenizer.tokenize("a b")
+    assert tokenizer.tokenize_with_offsets("a\ud800 b")[1] == [(0, 1), (3, 4)]
     with pytest.raises(ValueError, match="do_lower_case=True"):
         RobertaTokenizer(VOCAB, do_lower_case=True)
     assert RobertaTokenizer(VOCAB, None, MERGES).tokenize("x") == ["x"]

@@ -66,6 +66,7 @@ evaluated; a bad file is a `VocabError` of one line naming the file (and line).
 Pure Python, no TensorFlow (`bert_tf.roberta.fast_tokenization` is the in-graph twin).
 """
 
+import functools
 import json
 import os
 import re
@@ -81,10 +82,12 @@ __all__ = [
     "VOCAB_FILE",
     "MERGES_FILE",
     "MERGES_HEADER",
+    "WHITESPACE_CHARS",
     "ByteLevelBPEVocab",
     "RobertaTokenizer",
     "VocabError",
     "bytes_to_unicode",
+    "default_merges_file",
     "pretokenize_pattern",
     "read_vocab_json",
     "read_merges",
@@ -384,8 +387,9 @@ class ByteLevelBPEVocab(dict):
 def default_merges_file(vocab_file):
     """merges.txt beside `vocab_file`."""
     path = os.fspath(vocab_file)
-    return os.path.join(os.path.dirname(path), MERGES_FILE) if not files.is_remote(path) \
-        else path.rsplit("/", 1)[0] + "/" + MERGES_FILE
+    if files.is_remote(path):
+        return path.rsplit("/", 1)[0] + "/" + MERGES_FILE
+    return os.path.join(os.path.dirname(path), MERGES_FILE)
 
 
 # The characters of `\\s` (the regex's whitespace, Unicode White_Space).
@@ -394,15 +398,10 @@ WHITESPACE_CHARS = frozenset(
 
 _WHITESPACE_STRING = "".join(sorted(WHITESPACE_CHARS))
 
-# Built once per process: the pattern's classes are a few thousand ranges.
-_PATTERN = None
-
-
+@functools.lru_cache(maxsize=1)
 def _pretokenizer():
-    global _PATTERN
-    if _PATTERN is None:
-        _PATTERN = re.compile(pretokenize_pattern())
-    return _PATTERN
+    """The compiled pattern, once per process (its classes are a few thousand ranges)."""
+    return re.compile(pretokenize_pattern())
 
 
 class RobertaTokenizer:
@@ -510,7 +509,10 @@ class RobertaTokenizer:
         value = self._cache.get(word)
         if value is None:
             byte_chars = self._byte_chars
-            pieces = self._bpe("".join(byte_chars[b] for b in word.encode("utf-8")))
+            # A lone surrogate (a str from JSON escapes) has no UTF-8: dropped, as bytes that
+            # are not UTF-8 are.
+            pieces = self._bpe("".join(byte_chars[b]
+                                       for b in word.encode("utf-8", "ignore")))
             value = (pieces, [self.vocab[p] for p in pieces])
             if self._cache_size:
                 if len(self._cache) >= self._cache_size:
@@ -537,7 +539,8 @@ class RobertaTokenizer:
 
     def tokenize(self, text):
         """The pieces (list of str, in the byte alphabet) of `text` (str or bytes; bytes are
-        decoded as UTF-8, undecodable bytes dropped). No special tokens are added."""
+        decoded as UTF-8, undecodable bytes dropped, and a lone surrogate of a str, which has
+        no UTF-8, gives no piece). No special tokens are added."""
         text = convert_to_unicode(text)
         pieces = []
         for chunk, _, special in self._chunks(text):
@@ -573,7 +576,7 @@ class RobertaTokenizer:
                 word = match.group()
                 char_of_byte = []  # the character (in `prefixed`) of each byte of the word
                 for i, c in enumerate(word, match.start()):
-                    char_of_byte += [i] * len(c.encode("utf-8"))
+                    char_of_byte += [i] * len(c.encode("utf-8", "ignore"))
                 byte = 0
                 for piece in self._word_pieces(word)[0]:
                     a = char_of_byte[byte]
