@@ -3,14 +3,18 @@ google-research/albert's run_squad_v2, recorded by tests/data/albert_squad_v2/ma
 from the same checkpoint, 3 training steps on train.json (12 questions, batch 4, 1 epoch) with
 the features of bert_tf.albert.squad_data, then prediction on predict.json (impossible
 questions, contexts of several windows, a paragraph the alignment drops): the records, the
-losses, predictions.json, nbest_predictions.json and null_odds.json equal to the original's
-(floats within float32 rounding of 3 steps); prediction without --train_file; the original's
-checkpoint loop (eval_results.txt, model.ckpt-best, removals); bad input in one line."""
+losses, the checkpoints its Estimator leaves (model.ckpt-0 and model.ckpt-3 with their .meta),
+the eval_results.txt its prediction loop writes over them (model.ckpt-0's block first) and the
+checkpoints it leaves, predictions.json, nbest_predictions.json and null_odds.json equal to the
+original's (floats within float32 rounding of 3 steps); prediction without --train_file; the
+original's checkpoint loop (eval_results.txt, model.ckpt-best, removals) on scripted scores;
+bad input in one line."""
 
 import dataclasses
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +35,9 @@ DATA = Path(__file__).resolve().parent / "data" / "albert_squad_v2"
 SPM = Path(__file__).resolve().parent / "data" / "albert_spm" / "albert.model"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
 FLAGS = EXPECTED["flags"]
+# The recorded prediction loop: the original's main() --do_predict over the checkpoints its
+# Estimator leaves after the 3 steps.
+LOOP = EXPECTED["loop"]
 OUTPUTS = ("predictions", "nbest_predictions", "null_odds")
 
 
@@ -39,14 +46,14 @@ def config():
 
 
 def options(output_dir, **overrides):
-    """The recording's run: its flags, records in file order, a checkpoint after step 3."""
+    """The recording's run: its flags, records in file order, a checkpoint at the start and
+    after step 3."""
     values = dict(
         output_dir=str(output_dir), spm_model_file=str(SPM), init_checkpoint=str(DATA / "init.ckpt"),
         train_file=str(DATA / "train.json"), predict_file=str(DATA / "predict.json"),
         predict_feature_file=str(Path(output_dir) / "predict.tf_record"),
         predict_feature_left_file=str(Path(output_dir) / "predict_left.jsonl"),
-        shuffle_buffer_size=0, save_checkpoints_steps=3, iterations_per_loop=1,
-        keep_checkpoint_max=0,
+        shuffle_buffer_size=0, iterations_per_loop=1, **LOOP["flags"],
         **{k: FLAGS[k] for k in ("max_seq_length", "doc_stride", "max_query_length",
                                  "do_lower_case", "start_n_top", "end_n_top", "n_best_size",
                                  "max_answer_length", "train_batch_size", "num_train_epochs",
@@ -107,20 +114,21 @@ def test_train_and_predict_equal_the_original(trained):
         assert sorted(ours) == sorted(theirs)
         for key in ours:
             np.testing.assert_array_equal(ours[key], theirs[key], err_msg=f"{name} {key}")
-    assert_outputs_match(output_dir, DATA / "original")
+    # The prediction loop over model.ckpt-0 (the starting weights) and model.ckpt-3: the
+    # original's eval_results.txt (its blocks, the copies to model.ckpt-best with the .meta
+    # files), its checkpoints left and the prediction files of its best, model.ckpt-3.
+    original_loop = DATA / "original_loop"
+    assert (output_dir / "eval_results.txt").read_text() == (
+        (original_loop / "eval_results.txt").read_text().replace(LOOP["output_dir"],
+                                                                 str(output_dir)))
     assert out["eval_results"] == EXPECTED["eval"]
-    text = (output_dir / "eval_results.txt").read_text()
-    prefix = output_dir / "model.ckpt-3"
-    best = output_dir / "model.ckpt-best"
-    assert text == "".join([
-        *(f"{k} = {EXPECTED['eval'][k]}\n" for k in sorted(EXPECTED["eval"])),
-        f"saved {prefix}.data-00000-of-00001 to {best}.data-00000-of-00001\n",
-        f"saved {prefix}.index to {best}.index\n",
-        f"best f1 = {EXPECTED['eval']['f1']}\n", "=" * 50 + "\n",
-        *(f"{k} = {EXPECTED['eval'][k]}\n" for k in sorted(EXPECTED["eval"])),
-        "best perf happened at step: 3"])
-    assert (output_dir / "model.ckpt-best.index").read_bytes() == \
-        (output_dir / "model.ckpt-3.index").read_bytes()
+    assert_outputs_match(output_dir, original_loop)
+    left = sorted(path.name for path in output_dir.iterdir() if re.fullmatch(
+        r"model\.ckpt-(\d+|best)\.(meta|index|data-00000-of-00001)", path.name))
+    assert left == LOOP["files"]
+    for ext in ("meta", "index", "data-00000-of-00001"):
+        assert (output_dir / f"model.ckpt-best.{ext}").read_bytes() == \
+            (output_dir / f"model.ckpt-3.{ext}").read_bytes()
 
 
 @pytest.mark.slow  # shares the training above
@@ -309,8 +317,9 @@ def test_options_defaults_are_the_originals():
     assert {k: defaults[k] for k in (
         "max_seq_length", "doc_stride", "max_query_length", "n_best_size",
         "max_answer_length", "start_n_top", "end_n_top", "dropout_prob", "do_lower_case",
-        "predict_batch_size", "num_train_epochs", "warmup_proportion", "learning_rate")} == {
+        "predict_batch_size", "num_train_epochs", "warmup_proportion", "learning_rate",
+        "keep_checkpoint_max")} == {
         "max_seq_length": 384, "doc_stride": 128, "max_query_length": 64, "n_best_size": 20,
         "max_answer_length": 30, "start_n_top": 5, "end_n_top": 5, "dropout_prob": 0.1,
         "do_lower_case": True, "predict_batch_size": 8, "num_train_epochs": 3.0,
-        "warmup_proportion": 0.1, "learning_rate": 5e-5}
+        "warmup_proportion": 0.1, "learning_rate": 5e-5, "keep_checkpoint_max": 0}

@@ -13,8 +13,9 @@ file (names and shapes of the checkpoint's variables; not the model's computatio
 The loops' files: `numbered_checkpoints` (output_dir's model.ckpt-N), `count_newer` (the
 original's `_find_valid_cands`), `remove_checkpoint` (an evaluated checkpoint's files, as the
 original's loops remove them), `copy_to_best` (a checkpoint copied to model.ckpt-best.*, as
-they do on a better score). `score_checkpoints`: run_squad_v1's and run_squad_v2's loop (one
-loop in the original), with the task's scoring as a callback.
+they do on a better score), `load_scored_checkpoint` (a checkpoint's weights, task head
+included, into the model the loop scores with). `score_checkpoints`: run_squad_v1's and
+run_squad_v2's loop (one loop in the original), with the task's scoring as a callback.
 
 `cached_records`: a record file reused (ours with the same sidecar, or one without a sidecar
 that holds this run's features, as the original reuses any) or written; `record_parse_error`:
@@ -31,6 +32,7 @@ from absl import logging
 from bert_tf import checkpoints, files
 from bert_tf.albert.estimator import (BEST_NAME, CHECKPOINT_FILES, OPTIMIZERS,
                                       MetaGraphCheckpoints, copy_to_best)
+from bert_tf.checkpoints import CheckpointError
 from bert_tf.data.records import read_records_meta, records_are_current
 from bert_tf.training.trainer import Trainer
 
@@ -94,6 +96,27 @@ def remove_checkpoint(prefix):
     if latest and latest != prefix:
         checkpoints.write_checkpoint_state(directory, latest,
                                            checkpoints.checkpoint_prefixes(directory))
+
+
+def load_scored_checkpoint(model, prefix, head, use, error, flag=None):
+    """Loads checkpoint `prefix` into `model` (the task's model, whose weights a loop scores)
+    and returns its global_step (0 when it has none, e.g. a release).
+
+    Raises `error` (an exception class) in one line: the checkpoint unreadable or of another
+    architecture (`checkpoints.CheckpointError`), or without some of `model`'s variables,
+    i.e. without the task's head: "<checkpoint> has no <head> head (<the first three>): nothing
+    to <use> with; ...", the checkpoint named as `--<flag>=<prefix>` when a flag gave it."""
+    try:
+        report = checkpoints.load_original_checkpoint(model, prefix)
+    except CheckpointError as e:
+        raise error(str(e)) from None
+    missing = report.not_in_checkpoint
+    if missing:
+        where = f"--{flag}={prefix}" if flag else f"checkpoint {prefix}"
+        raise error(f"{where} has no {head} head ({', '.join(missing[:3])}"
+                    f"{', ...' if len(missing) > 3 else ''}): nothing to {use} with; "
+                    "fine-tune it first (--do_train)")
+    return int(report.global_step or 0)
 
 
 def result_lines(result):

@@ -41,14 +41,14 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoints, files
+from bert_tf import files
 from bert_tf.albert import race_data
 from bert_tf.albert.estimator import BEST_NAME, copy_to_best
 from bert_tf.albert.finetuning import (EVAL_RESULTS_FILE, SEPARATOR, AlbertFineTuningTrainer,
-                                       cached_records, count_newer, numbered_checkpoints,
-                                       remove_checkpoint, result_lines, sequence_length_problems)
+                                       cached_records, count_newer, load_scored_checkpoint,
+                                       numbered_checkpoints, remove_checkpoint, result_lines,
+                                       sequence_length_problems)
 from bert_tf.albert.tokenization import FullTokenizer
-from bert_tf.checkpoints import CheckpointError
 from bert_tf.data.records import records_meta
 from bert_tf.heads import CLASSIFIER
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
@@ -229,15 +229,8 @@ class _Scorer:
         self.trainer, self.record_file, self.batch_size = trainer, record_file, batch_size
 
     def load(self, prefix, flag=None):
-        try:
-            report = checkpoints.load_original_checkpoint(self.trainer.model, prefix)
-        except CheckpointError as e:
-            raise RaceError(str(e)) from None
-        if report.not_in_checkpoint:
-            where = f"--{flag}={prefix}" if flag else f"checkpoint {prefix}"
-            raise RaceError(f"{where} has no RACE head ({', '.join(report.not_in_checkpoint)}): "
-                            "nothing to evaluate; fine-tune it first (--do_train)")
-        self.trainer.global_step.assign(report.global_step or 0)
+        self.trainer.global_step.assign(load_scored_checkpoint(
+            self.trainer.model, prefix, "RACE", "evaluate", RaceError, flag))
 
     def __call__(self, prefix, flag=None):
         self.load(prefix, flag)

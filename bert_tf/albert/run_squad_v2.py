@@ -4,7 +4,9 @@ Its flags, names, defaults and meaning (`--spm_model_file`, `--albert_config_fil
 `--output_dir` required; the XLNet-style head's `--start_n_top`, `--end_n_top`,
 `--dropout_prob`; the feature caches `--train_feature_file`, `--predict_feature_file`,
 `--predict_feature_left_file`), plus bert_tf's trainer flags (--strategy, --mixed_precision,
---use_xla, --dynamic_padding, --shuffle_buffer_size, --seed, ...). --do_predict scores every
+--use_xla, --dynamic_padding, --shuffle_buffer_size, --seed, ...). Training saves
+model.ckpt-0 (the starting weights), then a checkpoint every --save_checkpoints_steps and at
+the end, each with its .meta, all kept, as the original's Estimator. --do_predict scores every
 checkpoint of --output_dir on --predict_file (null threshold chosen on its answers), copies the
 best by F1 to model.ckpt-best, writes eval_results.txt, and leaves predictions.json,
 nbest_predictions.json and null_odds.json of model.ckpt-best.

@@ -74,9 +74,9 @@ class AlbertSquadV1Task(SquadTask):
 @dataclasses.dataclass(kw_only=True)
 class SquadFileOptions(FineTuningOptions):
     """The flags run_squad_v1.py and run_squad_v2.py share (the original's names and
-    defaults: the SentencePiece model, the SQuAD and feature files, the window lengths and the
-    n-best), and the trainer's. `vocab_file` is unused with SentencePiece, as in the
-    original."""
+    defaults: the SentencePiece model, the SQuAD and feature files, the window lengths, the
+    n-best, every checkpoint kept), and the trainer's. `vocab_file` is unused with
+    SentencePiece, as in the original."""
 
     vocab_file: str | None = None
     spm_model_file: str | None = None
@@ -90,14 +90,13 @@ class SquadFileOptions(FineTuningOptions):
     max_query_length: int = 64
     n_best_size: int = 20
     max_answer_length: int = 30
+    # The original's RunConfig keeps every checkpoint; its prediction loop prunes them.
+    keep_checkpoint_max: int = 0
 
 
 @dataclasses.dataclass(kw_only=True)
 class AlbertSquadOptions(SquadFileOptions):
     """run_squad_v1.py's flags, the original's names and defaults, and the trainer's."""
-
-    # The original's RunConfig keeps every checkpoint; its prediction loop prunes them.
-    keep_checkpoint_max: int = 0
 
     def problems(self, config):
         problems = super().problems(config)

@@ -11,7 +11,9 @@ start and end being the mean over the batch of -log_softmax(masked logits)[gold 
 end logits conditioned on the gold start.
 
 `run` is what `python -m bert_tf.albert.run_squad_v2` does (see that module for the flags and
-where we differ from the original).
+where we differ from the original), training as the original's Estimator
+(`bert_tf.albert.finetuning.AlbertFineTuningTrainer`: model.ckpt-0 when training starts, each
+checkpoint with its `.meta`, all kept for the prediction loop, which scores model.ckpt-0 too).
 """
 
 import dataclasses
@@ -23,18 +25,18 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import checkpoints, families
+from bert_tf import families
 from bert_tf.albert import squad_data
 from bert_tf.albert.estimator import BEST_NAME
-from bert_tf.albert.finetuning import score_checkpoints
+from bert_tf.albert.finetuning import (AlbertFineTuningTrainer, load_scored_checkpoint,
+                                       score_checkpoints)
 from bert_tf.albert.heads import SquadV2Head
 from bert_tf.albert.squad_task import SquadFileOptions, check_files_and_length
 from bert_tf.albert.tokenization import AlbertTokenizer
-from bert_tf.checkpoints import CheckpointError
 from bert_tf.evaluation import squad_beam_predictions, squad_eval
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 from bert_tf.training.task import Task
-from bert_tf.training.trainer import Trainer, TrainingError
+from bert_tf.training.trainer import TrainingError
 
 # The records' features with a sequence axis.
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
@@ -264,7 +266,7 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
             random.Random(12345).shuffle(train_examples)
     task = SquadV2Task(options.max_seq_length, options.start_n_top, options.end_n_top,
                        options.dropout_prob)
-    trainer = Trainer(config, task, options, strategy)
+    trainer = AlbertFineTuningTrainer(config, task, options, strategy)
     out = {"checkpoint": None, "predictions": None, "eval_results": None}
     if do_train:
         out["checkpoint"] = _train(trainer, options, train_examples, tokenizer, step_callback)
@@ -341,23 +343,10 @@ class _Predictor:
         # The checkpoint whose predictions are on disk.
         self.written = None
 
-    def load(self, prefix, flag=None):
-        """Loads checkpoint `prefix`; returns its global_step (0 when it has none)."""
-        try:
-            report = checkpoints.load_original_checkpoint(self.trainer.model, prefix)
-        except CheckpointError as e:
-            raise SquadV2Error(str(e)) from None
-        if report.not_in_checkpoint:
-            where = f"--{flag}={prefix}" if flag else f"checkpoint {prefix}"
-            raise SquadV2Error(
-                f"{where} has no SQuAD 2.0 head ({', '.join(report.not_in_checkpoint[:3])}"
-                f"{', ...' if len(report.not_in_checkpoint) > 3 else ''}): nothing to predict "
-                "with; fine-tune it first (--do_train)")
-        return int(report.global_step or 0)
-
     def __call__(self, prefix, flag=None):
         """(scores, global_step) of checkpoint `prefix`; writes the prediction files."""
-        global_step = self.load(prefix, flag)
+        global_step = load_scored_checkpoint(self.trainer.model, prefix, "SQuAD 2.0", "predict",
+                                             SquadV2Error, flag)
         logging.info("***** Running predictions ***** %s", prefix)
         logging.info("  Num orig examples = %d", len(self.examples))
         logging.info("  Num split examples = %d", len(self.features))

@@ -40,7 +40,16 @@ the same model_fn and create_v2_model graphs):
      original/{predictions,nbest_predictions,null_odds}.json and expected.json `eval`; and
      the same on the same results with --n_best_size=3 --max_answer_length=4:
      original_small/ and `eval_small`; and on the results made to hold the gold answers
-     (`with_gold_answers`: results_answers.npz), original_answers/ and `eval_answers`.
+     (`with_gold_answers`: results_answers.npz), original_answers/ and `eval_answers`;
+  7. the original's prediction loop: its run_squad_v2 `main()` with --do_predict (and
+     --train_file, for the last step the loop waits for) on an output_dir holding what its
+     Estimator leaves after the 3 steps with --save_checkpoints_steps=3: model.ckpt-0 (the
+     starting weights, saved when the training session starts) and model.ckpt-3, each with its
+     .meta, saved from the session of 5 by a Saver as the Estimator's. Its TPUEstimator (absent
+     from TF 2.21) is `PredictingEstimator`: model_fn's PREDICT graph on input_fn's batches
+     with the checkpoint's weights restored. original_loop/: the eval_results.txt it writes and
+     the prediction files it leaves (model.ckpt-best's); expected.json `loop`: its
+     output_dir (the paths in eval_results.txt), flags and the checkpoint files left.
 """
 
 import argparse
@@ -50,6 +59,8 @@ import random
 import shutil
 import sys
 import tempfile
+import types
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -58,7 +69,7 @@ sys.path.insert(0, REPO)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tools.original import load_albert_module  # noqa: E402
+from tools.original import RunConfig, load_albert_module  # noqa: E402
 
 v1 = tf.compat.v1
 
@@ -75,6 +86,8 @@ FLAGS = dict(max_seq_length=64, doc_stride=16, max_query_length=16, do_lower_cas
              learning_rate=1e-3, dropout_prob=0.0)
 SMALL = dict(n_best_size=3, max_answer_length=4)
 STEPS = 3
+# The prediction loop's run (7): a checkpoint when training starts and every 3 steps.
+LOOP_FLAGS = dict(save_checkpoints_steps=STEPS, predict_batch_size=8)
 
 P_RAIN = ("The rain had only ceased with the gray streaks of morning at Blazing Star, and the "
           "settlement awoke to a moral sense of cleanliness, and the finding of forgotten knives, "
@@ -150,10 +163,12 @@ def squad_json(paragraphs, is_training):
 
 
 class Original:
-    """The original's squad_utils and the graphs of its model_fn / create_v2_model."""
+    """The original's run_squad_v2 (`rs`), its squad_utils (`su`) and the graphs of its
+    model_fn / create_v2_model."""
 
     def __init__(self, repo):
-        self.su = load_albert_module(repo, "squad_utils")
+        self.rs = load_albert_module(repo, "run_squad_v2")
+        self.su = self.rs.squad_utils
         # The Estimator's spec (a stand-in module of tools.original): its arguments as a dict.
         self.su.contrib_tpu.TPUEstimatorSpec = lambda **kwargs: kwargs
         config_file = os.path.join(HERE, "albert_config.json")
@@ -331,6 +346,72 @@ def postprocess(su, examples, features, results, prediction_json, out_dir, n_bes
         os.path.join(out_dir, "nbest_predictions.json"), os.path.join(out_dir, "null_odds.json"))
 
 
+class PredictingEstimator:
+    """TPUEstimator(use_tpu=False) as run_squad_v2's main() uses it with --do_predict alone:
+    `predict` builds model_fn's PREDICT graph on input_fn's batches, restores the checkpoint
+    given (all the graph's variables, as the Estimator's Saver) and yields each example's
+    predictions."""
+
+    def __init__(self, use_tpu, model_fn, config, train_batch_size, predict_batch_size):
+        assert not use_tpu
+        del config, train_batch_size
+        self.model_fn, self.params = model_fn, {"batch_size": predict_batch_size}
+
+    def predict(self, input_fn, yield_single_examples, checkpoint_path):
+        assert yield_single_examples
+        graph = tf.Graph()
+        with graph.as_default():
+            v1.train.get_or_create_global_step()
+            features = v1.data.make_one_shot_iterator(input_fn(self.params)).get_next()
+            predictions = self.model_fn(features, None, "infer", self.params)["predictions"]
+            saver = v1.train.Saver()
+            with v1.Session(graph=graph) as session:
+                saver.restore(session, checkpoint_path)
+                while True:
+                    try:
+                        batch = session.run(predictions)
+                    except tf.errors.OutOfRangeError:
+                        return
+                    for i in range(len(batch["unique_ids"])):
+                        yield {key: value[i] for key, value in batch.items()}
+
+
+def prediction_loop(original, output_dir):
+    """7 (module docstring): the original's main() --do_predict on `output_dir`; writes
+    original_loop/ and returns expected.json's `loop`."""
+    rs = original.rs
+    tpu = rs.contrib_tpu
+    assert tpu is original.su.contrib_tpu  # one stand-in module: TPUEstimatorSpec is set
+    tpu.RunConfig = RunConfig
+    tpu.TPUConfig = lambda **kwargs: kwargs
+    tpu.InputPipelineConfig = types.SimpleNamespace(PER_HOST_V2=2)
+    tpu.TPUEstimator = PredictingEstimator
+    rs.FLAGS([
+        "run_squad_v2", f"--albert_config_file={os.path.join(HERE, 'albert_config.json')}",
+        f"--spm_model_file={SPM_MODEL}", f"--output_dir={output_dir}",
+        f"--init_checkpoint={os.path.join(HERE, 'init.ckpt')}",
+        f"--train_file={os.path.join(HERE, 'train.json')}", "--do_predict",
+        f"--predict_file={os.path.join(HERE, 'predict.json')}",
+        f"--predict_feature_file={os.path.join(output_dir, 'predict.tf_record')}",
+        f"--predict_feature_left_file={os.path.join(output_dir, 'predict_left.pkl')}",
+        *(f"--{k}={v}" for k, v in {**FLAGS, **LOOP_FLAGS}.items())])
+    # What `python -m albert.run_squad_v2` has, for its pickle of the features: the package
+    # albert and its squad_utils.
+    package = types.ModuleType("albert")
+    package.squad_utils = original.su
+    with mock.patch.dict(sys.modules, {"albert": package, "albert.squad_utils": original.su}):
+        rs.main(None)
+    v1.logging.set_verbosity(v1.logging.ERROR)
+    out_dir = os.path.join(HERE, "original_loop")
+    os.makedirs(out_dir, exist_ok=True)
+    for name in ("eval_results.txt", "predictions.json", "nbest_predictions.json",
+                 "null_odds.json"):
+        shutil.copy(os.path.join(output_dir, name), os.path.join(out_dir, name))
+    return {"output_dir": output_dir, "flags": LOOP_FLAGS,
+            "files": sorted(name for name in os.listdir(output_dir)
+                            if name.startswith("model.ckpt"))}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--original_repo", required=True)
@@ -386,6 +467,11 @@ def main():
         v1.train.Saver({v.op.name: v for v in trainable}).save(
             session, init_prefix, write_meta_graph=False, write_state=False)
         global_step = v1.train.get_or_create_global_step()
+        # 7's checkpoints, as the Estimator's CheckpointSaverHook writes them.
+        loop_dir = tempfile.mkdtemp()
+        estimator_saver = v1.train.Saver(max_to_keep=None, sharded=True,
+                                         save_relative_paths=True)
+        estimator_saver.save(session, os.path.join(loop_dir, "model.ckpt"), global_step=0)
         steps = []
         for batch in batches:
             step, rate = session.run((global_step, learning_rate))
@@ -398,6 +484,8 @@ def main():
         expected["steps"] = steps
         expected["variables"] = [{"name": v.op.name, "shape": v.shape.as_list(),
                                   "dtype": v.dtype.base_dtype.name} for v in variables]
+        estimator_saver.save(session, os.path.join(loop_dir, "model.ckpt"),
+                             global_step=STEPS)
         temp = tempfile.mkdtemp()
         trained_prefix = os.path.join(temp, "trained.ckpt")
         v1.train.Saver([v for v in variables if v in trainable]).save(
@@ -438,10 +526,14 @@ def main():
         su, predict_examples, predict_features, raw_results(su, predict_records, answers),
         prediction_json, os.path.join(HERE, "original_answers"), FLAGS["n_best_size"],
         FLAGS["max_answer_length"])
+
+    # 7: the original's prediction loop over model.ckpt-0 and model.ckpt-3.
+    expected["loop"] = prediction_loop(original, loop_dir)
+    shutil.rmtree(loop_dir)
     with open(os.path.join(HERE, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")
-    print(json.dumps({k: expected[k] for k in ("counts", "steps", "eval", "eval_small")},
+    print(json.dumps({k: expected[k] for k in ("counts", "steps", "eval", "eval_small", "loop")},
                      indent=1))
 
 
