@@ -78,7 +78,7 @@ class PretrainingDataOptions:
 
 @dataclasses.dataclass
 class Summary:
-    """What a run wrote: lines and sentences read, blocks written, too-long blocks skipped."""
+    """What a run did: lines read, blocks written, too-long blocks skipped, the files."""
     num_lines: int
     num_blocks: int
     num_skipped: int
