@@ -26,8 +26,9 @@ exactly one token, `</s>` alone, is a blank line, as fairseq tells them by size)
 at most one token are dropped.
 
 A sentence longer than the block (over `max_seq_length - 2` tokens of text) makes a block of its
-own that is too long for the model: fairseq stops training on it unless it is told to skip
-it (`--skip-invalid-size-inputs-valid-test`); we skip it, count it and log the count.
+own that is too long for the model (its positions): fairseq's trainer drops such a sample
+with a warning (its training iterator ignores invalid sizes; validation stops on them unless
+`--skip-invalid-size-inputs-valid-test`). We drop it too, count it and log the count.
 
 Records: a `tf.train.Example` with one feature, `input_ids` (int64 [max_seq_length]: `<s>`,
 the block, then the pad id), in the order of the blocks, round robin over the output files.
@@ -271,7 +272,7 @@ def create_pretraining_data(options, tokenizer=None):
         writer.write_many(batch)
     if num_skipped:
         logging.warning("skipped %d sentence(s) over %d tokens (longer than --max_seq_length=%d "
-                        "less <s> and </s>), as fairseq with --skip-invalid-size-inputs-valid-test",
+                        "less <s> and </s>), as fairseq's trainer drops them",
                         num_skipped, options.max_seq_length - 2, options.max_seq_length)
     logging.info("Wrote %d blocks from %d lines in %.1f s", num_blocks, lines[0],
                  time.monotonic() - start)

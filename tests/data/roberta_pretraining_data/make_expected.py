@@ -26,8 +26,8 @@ fairseq v0.12.2):
   - `MaskedLMTask._load_dataset_split`: `TokenBlockDataset(tokens_per_sample - 1,
     break_mode)`, whose `__getitem__` concatenates sentences start..end and slices
     `[offset, offset + length)`, then `PrependTokenDataset(bos)`;
-  - training's size filter (`--skip-invalid-size-inputs-valid-test`): a sample longer than
-    `max_positions = tokens_per_sample` is dropped ("too_long" below).
+  - training's size filter (`Trainer.get_train_iterator(ignore_invalid_inputs=True)`): a sample
+    longer than the model's `max_positions` (= tokens_per_sample) is dropped ("too_long" below).
 
 Output: expected.json {"line_ids": [ids per line, no </s>], "cases": [{"max_seq_length",
 "break_mode", "blocks": [[<s> + block ids]], "too_long": [block indices]}]}.
