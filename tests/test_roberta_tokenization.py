@@ -341,3 +341,21 @@ def test_hub_tokenizer_config():
     assert config["tokenizer_class"] == "RobertaTokenizer" and config["add_prefix_space"] is True
     assert [config[k] for k in ("cls_token", "sep_token", "mask_token", "pad_token",
                                 "unk_token")] == ["<s>", "</s>", "<mask>", "<pad>", "<unk>"]
+
+
+def test_split_special_tokens_reads_them_as_text(tokenizers):
+    # fairseq's GPT-2 encoder reads "<mask>" in pretraining text as text (the pretraining
+    # data's fixture checks the ids against it: tests/test_roberta_pretraining_data.py).
+    split = RobertaTokenizer(VOCAB, split_special_tokens=True)
+    special_ids = {split.vocab[t] for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")}
+    for text in ("a <mask> b", "<s>x</s></s>y", "<pad><unk>"):
+        pieces = split.tokenize(text)
+        assert not special_ids & set(split.convert_tokens_to_ids(pieces))
+        assert split.convert_tokens_to_string(pieces) == text
+        assert split.tokenize_to_ids(text) == split.convert_tokens_to_ids(pieces)
+    assert split.tokenize("a <mask> b")[:2] == ["a", "Ġ"]  # no left strip either
+    plain = [r["text"] for r in TEXTS if not any(t in r["text"] for t in
+                                                  ("<s>", "</s>", "<pad>", "<unk>", "<mask>"))]
+    assert len(plain) > 400
+    for text in plain:
+        assert split.tokenize_to_ids(text) == tokenizers[False].tokenize_to_ids(text), text

@@ -10,4 +10,7 @@ Its rooms (as its siblings'; those not listed are being built):
   character_classes.py the letter / number / whitespace classes of GPT-2's regex, recorded
                        from Transformers' fast tokenizer (generated; do not edit)
   fast_tokenization.py the same ids in core TensorFlow ops (`TokenizerModule`), for exports
+  pretraining_data.py  FULL-SENTENCES pretraining records as fairseq packs them (`complete`
+                       / `complete_doc` blocks of line + </s> sentences, <s> first)
+  create_pretraining_data.py  its command (`python -m bert_tf.roberta.create_pretraining_data`)
 """

@@ -417,6 +417,10 @@ class RobertaTokenizer:
         does not start with one, so its first word is tokenized as any other ("Ġword").
         Words tokenized one by one want it (Transformers' `is_split_into_words=True`).
       cache_size: how many distinct words to memoize (0: none); only speed changes.
+      split_special_tokens: special tokens written in the text are text like any other
+        (Transformers' option of that name): "<mask>" becomes the pieces of "<", "mask", ">".
+        fairseq's GPT-2 encoder, which made RoBERTa's pretraining data, reads text this way
+        (bert_tf.roberta.pretraining_data uses it).
 
     Attributes:
       vocab: a `ByteLevelBPEVocab` (token -> id, with `merges`); inv_vocab: id -> token.
@@ -430,7 +434,8 @@ class RobertaTokenizer:
     special_tokens = SPECIAL_TOKENS
 
     def __init__(self, vocab_file, do_lower_case=False, merges_file=None,
-                 add_prefix_space=False, cache_size=200_000, **kwargs):
+                 add_prefix_space=False, cache_size=200_000, split_special_tokens=False,
+                 **kwargs):
         del kwargs  # other families' options (spm_model_file, strip_accents...): none apply
         if do_lower_case:
             raise ValueError(
@@ -439,6 +444,7 @@ class RobertaTokenizer:
                 "(--do_lower_case=false)")
         self.do_lower_case = False
         self.add_prefix_space = bool(add_prefix_space)
+        self.split_special_tokens = bool(split_special_tokens)
         if merges_file is None:
             merges_file = default_merges_file(vocab_file)
         self.vocab = ByteLevelBPEVocab.from_files(vocab_file, merges_file)
@@ -466,6 +472,8 @@ class RobertaTokenizer:
         """Step 1: [(chunk, start, special)] of `text`: a special token written in it
         (special True), or the text between two (whitespace before `<mask>` removed, empty
         chunks dropped); `start` is the chunk's first character in `text`."""
+        if self.split_special_tokens:
+            return [(text, 0, False)] if text else []
         out = []
         position = 0
         for match in self._special_pattern.finditer(text):
