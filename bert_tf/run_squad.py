@@ -52,6 +52,7 @@ shared_flags.define_tpu_flags()
 # Added flags.
 shared_flags.define_trainer_flags()
 shared_flags.define_predict_padding_flag()
+flags.declare_key_flag("predict_dynamic_padding")  # in --help: not the original's
 
 
 def main(argv):

@@ -32,6 +32,7 @@ command_flags.define_squad_flags(keep_checkpoint_max=(
     "Checkpoints kept in output_dir while training (0 keeps all, as the original's RunConfig; "
     "--do_predict scores them and prunes as the original)."))
 shared_flags.define_predict_padding_flag()
+flags.declare_key_flag("predict_dynamic_padding")  # in --help: not the original's
 flags.DEFINE_bool("use_einsum", True,
                   "Whether to use tf.einsum or tf.reshape+tf.matmul for dense layers (the same "
                   "numbers either way; unused here).")
