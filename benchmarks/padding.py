@@ -25,9 +25,9 @@ not a median step; the machine's load falls on all rows of a table alike only if
   prediction    --predict_examples examples at batch 32 (SQuAD 8): one Trainer.predict pass
                 (records in length order, batches cut, outputs in input order) default and
                 --dynamic_padding=false (SQuAD: its default keeps max_seq_length, for the
-                original's n-best; --predict_dynamic_padding cuts), against the original's forward graph on padded
-                batches; both timed cold (tracing / the first session.run and each new shape's
-                kernels included), the model built before. Model outputs only: SQuAD's
+                original's n-best; --predict_dynamic_padding cuts), against the original's
+                forward graph on padded batches; both timed cold (tracing / the first
+                session.run and each new shape's kernels included), the model built before. Model outputs only: SQuAD's
                 post-processing is timed by benchmarks/squad.py.
   extract_features  --extract_lines MRPC-like lines through extract_features (ours default,
                 --dynamic_padding=false, the original's main), each in its own process,
@@ -203,7 +203,8 @@ def our_trainer(config, task, max_seq_length, batch_size, predict_dynamic_paddin
                 **options):
     from bert_tf.training.trainer import Trainer, TrainerOptions
 
-    return Trainer(config, our_task(task, max_seq_length, predict_dynamic_padding), TrainerOptions(
+    task = our_task(task, max_seq_length, predict_dynamic_padding)
+    return Trainer(config, task, TrainerOptions(
         output_dir="/nonexistent", train_batch_size=batch_size, eval_batch_size=batch_size,
         num_train_steps=10**6, num_warmup_steps=100, learning_rate=LEARNING_RATE,
         shuffle_buffer_size=0, **options))
