@@ -382,7 +382,7 @@ def test_default_prediction_is_the_originals_n_best_with_a_head_that_ranks_paddi
 
 @pytest.mark.slow
 def test_predictions_in_length_order_equal_the_padded_run(tmp_path, init_checkpoint):
-    """With a head that ranks no padded position among the n best (the recording's):
+    """With the recording's head, whose n-best no padded position changes on these windows:
     predictions.json, nbest_predictions.json and null_odds.json with
     --predict_dynamic_padding (windows in length order, batches cut) equal those of windows
     padded to max_seq_length."""
