@@ -24,9 +24,10 @@ not a median step; the machine's load falls on all rows of a table alike only if
                 same padded batches) when keras_hub is importable.
   prediction    --predict_examples examples at batch 32 (SQuAD 8): one Trainer.predict pass
                 (records in length order, batches cut, outputs in input order) default and
-                --dynamic_padding=false, against the original's forward graph on padded
-                batches; both timed cold (tracing / the first session.run and each new shape's
-                kernels included), the model built before. Model outputs only: SQuAD's
+                --dynamic_padding=false (SQuAD: its default keeps max_seq_length, for the
+                original's n-best; --predict_dynamic_padding cuts), against the original's
+                forward graph on padded batches; both timed cold (tracing / the first
+                session.run and each new shape's kernels included), the model built before. Model outputs only: SQuAD's
                 post-processing is timed by benchmarks/squad.py.
   extract_features  --extract_lines MRPC-like lines through extract_features (ours default,
                 --dynamic_padding=false, the original's main), each in its own process,
@@ -186,7 +187,7 @@ def batches_of(features, batch_size, count):
 
 # --- ours -----------------------------------------------------------------------------------------
 
-def our_task(task, max_seq_length):
+def our_task(task, max_seq_length, predict_dynamic_padding=False):
     from bert_tf.tasks.classification import ClassificationTask
     from bert_tf.tasks.squad import SquadTask
     from bert_tf.tasks.tagging import TaggingTask
@@ -195,13 +196,15 @@ def our_task(task, max_seq_length):
         return ClassificationTask("bench", ["0", "1"], max_seq_length)
     if task == "tagging":
         return TaggingTask(TAGS, max_seq_length)
-    return SquadTask(max_seq_length)
+    return SquadTask(max_seq_length, predict_dynamic_padding=predict_dynamic_padding)
 
 
-def our_trainer(config, task, max_seq_length, batch_size, **options):
+def our_trainer(config, task, max_seq_length, batch_size, predict_dynamic_padding=False,
+                **options):
     from bert_tf.training.trainer import Trainer, TrainerOptions
 
-    return Trainer(config, our_task(task, max_seq_length), TrainerOptions(
+    task = our_task(task, max_seq_length, predict_dynamic_padding)
+    return Trainer(config, task, TrainerOptions(
         output_dir="/nonexistent", train_batch_size=batch_size, eval_batch_size=batch_size,
         num_train_steps=10**6, num_warmup_steps=100, learning_rate=LEARNING_RATE,
         shuffle_buffer_size=0, **options))
@@ -545,8 +548,12 @@ def main():
             p_lengths = lengths[:args.predict_examples]
             p_note = (f"mean length {p_lengths.mean():.0f} of {max_seq_length}; cut batches "
                       f"compute {cut_positions(p_lengths, predict_batch, max_seq_length):.0f}")
-            for name, options in (("ours (default)", {}),
-                                  ("ours --dynamic_padding=false", {"dynamic_padding": False})):
+            rows = [("ours (default)", {}),
+                    ("ours --dynamic_padding=false", {"dynamic_padding": False})]
+            if task == "squad":  # its default keeps max_seq_length: the original's n-best
+                rows.insert(1, ("ours --predict_dynamic_padding",
+                                {"predict_dynamic_padding": True}))
+            for name, options in rows:
                 seconds, _ = time_our_prediction(config, task, predict_file, max_seq_length,
                                                  predict_batch, **options)
                 results.append(("prediction", task, predict_batch, name, seconds, p_note))

@@ -64,7 +64,10 @@ def _define_flags():
                          "a text's windows; default: run_squad.py's 128, run_tagging.py's 64.")
     flags.DEFINE_integer("max_query_length", 64, "SQuAD: question pieces kept.")
     flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer in pieces.")
-    flags.DEFINE_integer("n_best_size", 20, "SQuAD: start/end candidates per window.")
+    flags.DEFINE_integer("n_best_size", 20, "SQuAD: start/end candidates per window, among its "
+                         "real positions (padding masked, at any --dynamic_padding; the original "
+                         "run_squad.py ranks padded positions too, so where one would rank among "
+                         "the n best, the answers can differ: docs/serving.md).")
     flags.DEFINE_bool("version_2_with_negative", False,
                       "SQuAD 2.0: questions may have no answer (the empty string).")
     flags.DEFINE_float("null_score_diff_threshold", 0.0,

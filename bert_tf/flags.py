@@ -94,7 +94,10 @@ def define_trainer_flags(shuffle_buffer_size=100):
                       "multiple of --padding_width, instead of computing max_seq_length "
                       "positions; eval and predict run the records in length order and write "
                       "their outputs in input order. The same results (within float rounding); "
-                      "false pads every batch to max_seq_length as the original. Not on TPU.")
+                      "false pads every batch to max_seq_length as the original. Not on TPU. "
+                      "Where the original's arithmetic reads padded positions, batches keep "
+                      "max_seq_length: SQuAD training (its loss) and SQuAD prediction (its "
+                      "n-best; --predict_dynamic_padding cuts it).")
     flags.DEFINE_integer("padding_width", 16,
                          "With --dynamic_padding: batch lengths are multiples of this, so at "
                          "most max_seq_length / padding_width shapes are traced or compiled.")
@@ -106,6 +109,20 @@ def define_trainer_flags(shuffle_buffer_size=100):
     flags.DEFINE_float("initial_loss_scale", 2.0 ** 15,
                        "fp16 only: the first dynamic loss scale (halved on each overflow, "
                        "doubled after 2000 finite steps; restored from checkpoints).")
+
+
+def define_predict_padding_flag():
+    """--predict_dynamic_padding, for the SQuAD scripts whose n-best (the original's) reads
+    the logits of padded positions (run_squad.py, ALBERT's run_squad_v1.py)."""
+    flags.DEFINE_bool("predict_dynamic_padding", False,
+                      "Cut prediction batches too, as --dynamic_padding cuts other tasks' "
+                      "(needs it; faster). Not the original's n-best: the original takes each "
+                      "window's --n_best_size best start and end logits over all "
+                      "max_seq_length positions, padding included, then drops those outside "
+                      "the document; a cut batch has no logit at padding, so where a padded "
+                      "position would rank among the n best a real one takes its slot and the "
+                      "answer can differ (as in the SQuAD export). false: prediction batches "
+                      "at max_seq_length, the original's answers for any head.")
 
 
 def strategy_from_flags(FLAGS):  # noqa: N803 (absl's name)

@@ -3,7 +3,9 @@
 The original's flags, names, defaults and meaning (REFERENCE.md §12), its records
 (train.tf_record, eval.tf_record), checkpoints and prediction files (predictions.json,
 nbest_predictions.json, null_odds.json), plus the official evaluation (eval_results.json)
-when the predict file has answers, and the trainer flags of run_pretraining.py.
+when the predict file has answers, and the trainer flags of run_pretraining.py. Prediction
+batches keep max_seq_length (the original's n-best ranks the padded positions' logits too);
+--predict_dynamic_padding cuts them, faster but not the original's answers.
 Restarting with the same --output_dir resumes from its latest checkpoint.
 """
 
@@ -49,6 +51,8 @@ shared_flags.define_tpu_flags()
 
 # Added flags.
 shared_flags.define_trainer_flags()
+shared_flags.define_predict_padding_flag()
+flags.declare_key_flag("predict_dynamic_padding")  # in --help: not the original's
 
 
 def main(argv):
@@ -72,6 +76,7 @@ def main(argv):
         verbose_logging=FLAGS.verbose_logging,
         version_2_with_negative=FLAGS.version_2_with_negative,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+        predict_dynamic_padding=FLAGS.predict_dynamic_padding,
     )
 
 

@@ -76,6 +76,63 @@ def test_predict_only_gives_the_originals_predictions(tmp_path, caplog):
     assert (out / "predictions.json").read_text(encoding="utf-8") == expected["predictions.json"]
 
 
+@pytest.mark.slow  # three predictions of a tiny model
+def test_default_prediction_keeps_the_padded_positions_of_the_originals_n_best(tmp_path):
+    """The original v1's n-best (accumulate_predictions_v1) ranks every position's logits,
+    padding included. A fresh span head (random weights at the initializer's scale plus a
+    push as long as them along the direction from the real positions' mean hidden state to
+    the padded ones': on this fixture random weights alone rank padding only in windows whose
+    examples have 20 candidates elsewhere) ranks padded positions among a window's n best: the
+    default prediction (dynamic padding on) writes, byte for byte, the files of batches
+    padded to max_seq_length (whose predictions are the original's: the test above);
+    --predict_dynamic_padding cuts the batches and gives other n-best lists."""
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.albert.squad_task import AlbertSquadV1Task, predict_features
+    from bert_tf.albert.tokenization import FullTokenizer
+    from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+
+    files = dict(predict_feature_file=str(tmp_path / "eval.tf_record"),
+                 predict_feature_left_file=str(tmp_path / "eval_features.pkl"))
+    base = options(tmp_path / "features", **files)
+    task = AlbertSquadV1Task(base.max_seq_length)
+    features, _ = predict_features(
+        base, FullTokenizer(None, base.do_lower_case, spm_model_file=base.spm_model_file),
+        squad_data.read_squad_examples(SQUAD_FILE, False), task.feature_spec(False), task.name)
+    inputs = {key: tf.constant([getattr(f, key) for f in features], tf.int32)
+              for key in ("input_ids", "input_mask", "segment_ids")}
+    model = task.build_model(config())
+    load_original_checkpoint(model, str(DATA / "model.ckpt"))
+    hidden = model.bert(inputs, training=False)["sequence_output"].numpy()
+    padded = inputs["input_mask"].numpy() == 0
+    direction = hidden[padded].mean(axis=0) - hidden[~padded].mean(axis=0)
+    rng = np.random.default_rng(31)
+    model.head.output_weights.assign(
+        rng.normal(0.0, config().initializer_range, model.head.output_weights.shape)
+        + config().initializer_range * np.sqrt(config().hidden_size)
+        * direction / np.linalg.norm(direction))  # as long as the random part, on average
+    checkpoint = str(save_original_checkpoint(model, tmp_path / "fresh" / "model.ckpt"))
+    logits = model(inputs, training=False)
+    ranked = sum(np.take_along_axis(padded, np.argsort(-logits[key].numpy(), axis=1,
+                                                       kind="stable")[:, :20], axis=1).sum(1)
+                 for key in ("start_logits", "end_logits"))
+    assert (ranked > 0).sum() >= 2, ranked  # the head ranks padding: the test can fail
+    out = {}
+    for name, overrides in {"padded": {}, "default": dict(dynamic_padding=True, padding_width=4),
+                            "cut": dict(dynamic_padding=True, padding_width=4,
+                                        predict_dynamic_padding=True)}.items():
+        out[name] = tmp_path / name
+        run_v1(config(), options(out[name], init_checkpoint=checkpoint, predict_batch_size=3,
+                                 **files, **overrides), do_predict=True)
+    for name in ("predictions.json", "nbest_predictions.json"):
+        assert (out["default"] / name).read_bytes() == (out["padded"] / name).read_bytes(), name
+    cut, padded = (json.loads((out[k] / "nbest_predictions.json").read_text(encoding="utf-8"))
+                   for k in ("cut", "padded"))
+    assert list(cut) == list(padded)
+    assert [q for q in padded if [e["text"] for e in cut[q]] != [e["text"] for e in padded[q]]]
+
+
 @pytest.mark.slow  # 3 steps and 4 predictions of a tiny model
 def test_train_and_predict_score_every_checkpoint(tmp_path):
     out = tmp_path / "out"
@@ -170,6 +227,9 @@ def test_command_help_lists_the_originals_flags(tmp_path):
                  "max_query_length", "n_best_size", "max_answer_length", "use_einsum",
                  "export_dir", "do_lower_case", "keep_checkpoint_max"):
         assert f"{flag}:" in proc.stdout, flag
+    # Added: the opt-in that is not the original's n-best says so.
+    assert "--[no]predict_dynamic_padding:" in proc.stdout
+    assert "Not the original's n-best" in " ".join(proc.stdout.split())
 
 
 def test_a_checkpoint_without_the_head_is_refused(tmp_path):

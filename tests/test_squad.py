@@ -287,14 +287,28 @@ def test_script_prints_one_line_errors(tmp_path):
 
 # --- dynamic padding ------------------------------------------------------------------------------
 
+def predict_lengths(task, tmp_path):
+    """The sequence lengths of the prediction batches (of 4, in length order) a Trainer of
+    `task` reads."""
+    trainer = Trainer(golden_config(), task, options(tmp_path, padding_width=1))
+    stream = trainer.input_stream([PREDICT], BATCH_SIZE, is_training=False,
+                                  pad_final_batch=True, sort_by_length=True)
+    count = -(-EXPECTED["counts"]["predict"]["features"] // BATCH_SIZE)
+    return [stream.get_next()["input_ids"].shape[1] for _ in range(count)]
+
+
 def test_training_batches_keep_max_seq_length_and_why(tmp_path, init_checkpoint):
     """SQuAD's loss is a softmax over every position, padding included (the original's): the
     logits at padded positions are not zero, so cutting a batch would change the loss. Its
-    training batches are never cut; its prediction batches are."""
+    training batches are never cut; its prediction batches only with predict_dynamic_padding
+    (the original's n-best ranks the padded positions too: the test below)."""
     trainer = Trainer(golden_config(), SquadTask(MAX_SEQ_LENGTH),
                       options(tmp_path, init_checkpoint=init_checkpoint, padding_width=1))
     stream = trainer.input_stream([TRAIN], BATCH_SIZE, is_training=True)
     assert [stream.get_next()["input_ids"].shape[1] for _ in range(9)] == [32] * 9
+    assert set(predict_lengths(SquadTask(MAX_SEQ_LENGTH), tmp_path)) == {MAX_SEQ_LENGTH}
+    assert min(predict_lengths(SquadTask(MAX_SEQ_LENGTH, predict_dynamic_padding=True),
+                               tmp_path)) < MAX_SEQ_LENGTH
     features = read_features(TRAIN, is_training=True)
     short = np.flatnonzero(features["input_mask"].numpy().sum(axis=1) < MAX_SEQ_LENGTH)
     padded = {k: tf.gather(v, short) for k, v in features.items()}
@@ -308,20 +322,73 @@ def test_training_batches_keep_max_seq_length_and_why(tmp_path, init_checkpoint)
     assert abs(float(losses[0]["total_loss"]) - float(losses[1]["total_loss"])) > 1e-3
 
 
-@pytest.mark.slow
-def test_predictions_in_length_order_equal_the_padded_run(tmp_path, init_checkpoint):
-    """predictions.json, nbest_predictions.json and null_odds.json (SQuAD 2.0, windows of
-    max_seq_length 64, so of varied lengths) with dynamic padding (windows in length order,
-    batches cut) equal those of windows padded to max_seq_length."""
+def predict_runs(tmp_path, checkpoint, runs):
+    """{name: output_dir} of run_squad's prediction (SQuAD 2.0, windows of max_seq_length
+    64, so of varied lengths, batches of 3) with `checkpoint`, one per {name: overrides}."""
     v2_file = squad_v2(tmp_path / "squad_v2.json")
     out = {}
-    for name, overrides in {"padded": dict(dynamic_padding=False),
-                            "cut": dict(padding_width=4)}.items():
+    for name, overrides in runs.items():
         out[name] = tmp_path / name
         run(golden_config(), squad_options(
             tmp_path, output_dir=str(out[name]), predict_file=v2_file,
-            version_2_with_negative=True, init_checkpoint=str(init_checkpoint),
+            version_2_with_negative=True, init_checkpoint=str(checkpoint),
             max_seq_length=64, predict_batch_size=3, **overrides), do_predict=True)
+    return out
+
+
+def padding_in_n_best(model, record_file, max_seq_length, n_best_size=20):
+    """[windows] how many padded positions each window of `record_file` has among its
+    `n_best_size` highest start and end logits of `model` at max_seq_length (as the
+    original's n-best ranks them)."""
+    features = read_features(record_file, is_training=False, max_seq_length=max_seq_length)
+    outputs = model(features, training=False)
+    padded = features["input_mask"].numpy() == 0
+    counts = 0
+    for key in ("start_logits", "end_logits"):
+        best = np.argsort(-outputs[key].numpy(), axis=1, kind="stable")[:, :n_best_size]
+        counts = counts + np.take_along_axis(padded, best, axis=1).sum(axis=1)
+    return counts
+
+
+@pytest.mark.slow  # ~10 s: three predictions of the golden model
+def test_default_prediction_is_the_originals_n_best_with_a_head_that_ranks_padding(
+        tmp_path, init_checkpoint):
+    """A fresh span head (random weights, the initializer's scale) ranks padded positions
+    among a window's 20 best start and end logits. The default prediction (dynamic padding
+    on) keeps them, as the original's n-best does: its three files equal, byte for byte,
+    those of batches padded to max_seq_length (--dynamic_padding=false, whose logits are the
+    original model_fn's: test_forward_matches_the_original; and write_predictions is the
+    original's: test_squad_predictions.py). Cut batches (--predict_dynamic_padding) rank
+    real positions in those slots and give other n-best lists."""
+    model = SquadTask(64).build_model(golden_config())
+    load_original_checkpoint(model, init_checkpoint)
+    rng = np.random.default_rng(31)
+    model.head.output_weights.assign(rng.normal(
+        0.0, golden_config().initializer_range, model.head.output_weights.shape))
+    checkpoint = save_original_checkpoint(model, tmp_path / "fresh_head" / "model.ckpt")
+    out = predict_runs(tmp_path, checkpoint, {
+        "padded": dict(dynamic_padding=False), "default": dict(padding_width=4),
+        "cut": dict(padding_width=4, predict_dynamic_padding=True)})
+    ranked = padding_in_n_best(model, str(out["padded"] / "eval.tf_record"), 64)
+    assert (ranked > 0).sum() >= 2, ranked  # the head ranks padding: the test can fail
+    for name in ("predictions.json", "nbest_predictions.json", "null_odds.json"):
+        assert (out["default"] / name).read_bytes() == (out["padded"] / name).read_bytes(), name
+    cut, padded = (json.loads((out[k] / "nbest_predictions.json").read_text())
+                   for k in ("cut", "padded"))
+    assert list(cut) == list(padded)
+    differ = [q for q in padded if [e["text"] for e in cut[q]] != [e["text"] for e in padded[q]]]
+    assert differ, "the cut run gave the padded run's n-best: the head ranks no padding"
+
+
+@pytest.mark.slow
+def test_predictions_in_length_order_equal_the_padded_run(tmp_path, init_checkpoint):
+    """With the recording's head, whose n-best no padded position changes on these windows:
+    predictions.json, nbest_predictions.json and null_odds.json with
+    --predict_dynamic_padding (windows in length order, batches cut) equal those of windows
+    padded to max_seq_length."""
+    out = predict_runs(tmp_path, init_checkpoint, {
+        "padded": dict(dynamic_padding=False),
+        "cut": dict(padding_width=4, predict_dynamic_padding=True)})
     records = read_features(str(out["cut"] / "eval.tf_record"), is_training=False,
                             max_seq_length=64)
     lengths = records["input_mask"].numpy().sum(axis=1)
@@ -387,7 +454,7 @@ def test_albert_checkpoint_trains_and_predicts_the_same_padded_and_cut(tmp_path)
             assert entry["text"] in contexts[qas_id] and entry["text"] == entry["text"].strip()
     outputs = {}
     for name, overrides in {"padded": dict(dynamic_padding=False),
-                            "cut": dict(padding_width=4)}.items():
+                            "cut": dict(padding_width=4, predict_dynamic_padding=True)}.items():
         outputs[name] = tmp_path / name
         run(config, squad_run(name, init_checkpoint=out["checkpoint"], **overrides),
             do_predict=True)

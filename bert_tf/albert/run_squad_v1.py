@@ -8,7 +8,8 @@ of --output_dir on the predict file (eval_results.txt: exact_match and f1), copi
 model.ckpt-best and writes its predictions.json and nbest_predictions.json. Without --do_train
 (the original crashes there) it scores the checkpoints --output_dir has, or predicts with
 --init_checkpoint's weights when it has none. Plus bert_tf's trainer flags (--strategy,
---mixed_precision, --use_xla, --dynamic_padding, --shuffle_buffer_size, --seed, ...).
+--mixed_precision, --use_xla, --dynamic_padding, --shuffle_buffer_size, --seed, ...), and
+--predict_dynamic_padding (prediction batches cut: not the original's n-best, see --help).
 Restarting with the same --output_dir resumes from its latest checkpoint.
 """
 
@@ -30,6 +31,8 @@ SCRIPT = "run_squad_v1.py"
 command_flags.define_squad_flags(keep_checkpoint_max=(
     "Checkpoints kept in output_dir while training (0 keeps all, as the original's RunConfig; "
     "--do_predict scores them and prunes as the original)."))
+shared_flags.define_predict_padding_flag()
+flags.declare_key_flag("predict_dynamic_padding")  # in --help: not the original's
 flags.DEFINE_bool("use_einsum", True,
                   "Whether to use tf.einsum or tf.reshape+tf.matmul for dense layers (the same "
                   "numbers either way; unused here).")
@@ -50,7 +53,7 @@ def main(argv):
 
     return command_flags.run_fine_tuning(
         SCRIPT, AlbertSquadOptions, run_v1, task_errors=(SquadDataError, SquadEvalError),
-        fields=command_flags.SQUAD_FIELDS)
+        fields=command_flags.SQUAD_FIELDS + ("predict_dynamic_padding",))
 
 
 def run_main():

@@ -61,10 +61,13 @@ class AlbertSquadError(TrainingError):
 
 
 class AlbertSquadV1Task(SquadTask):
-    """SQuAD 1.1's span task on ALBERT's records (v1 parses no p_mask)."""
+    """SQuAD 1.1's span task on ALBERT's records (v1 parses no p_mask). Its n-best, as the
+    original v1's (`accumulate_predictions_v1`), ranks every position's logits, padding
+    included: prediction batches are cut only with `predict_dynamic_padding`."""
 
-    def __init__(self, max_seq_length):
-        super().__init__(max_seq_length, version_2_with_negative=False)
+    def __init__(self, max_seq_length, predict_dynamic_padding=False):
+        super().__init__(max_seq_length, version_2_with_negative=False,
+                         predict_dynamic_padding=predict_dynamic_padding)
         self.name = "albert_squad_v1"
 
     def feature_spec(self, is_training):
@@ -97,6 +100,9 @@ class SquadFileOptions(FineTuningOptions):
 @dataclasses.dataclass(kw_only=True)
 class AlbertSquadOptions(SquadFileOptions):
     """run_squad_v1.py's flags, the original's names and defaults, and the trainer's."""
+
+    # Prediction batches cut as --dynamic_padding cuts (not the original's n-best: SquadTask).
+    predict_dynamic_padding: bool = False
 
     def problems(self, config):
         problems = super().problems(config)
@@ -310,7 +316,7 @@ def run_v1(config, options, strategy=None, do_train=False, do_predict=False,
     tf.io.gfile.makedirs(output_dir)
     tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case,
                               spm_model_file=options.spm_model_file)
-    task = AlbertSquadV1Task(options.max_seq_length)
+    task = AlbertSquadV1Task(options.max_seq_length, options.predict_dynamic_padding)
     out = {"checkpoint": None, "eval_results": None, "predictions": None}
     train_examples = None
     if do_train:

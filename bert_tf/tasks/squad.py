@@ -38,6 +38,8 @@ class SquadTask(Task):
     Args:
       max_seq_length: the records' sequence length.
       version_2_with_negative: SQuAD 2.0 (saved with the checkpoints; the model is the same).
+      predict_dynamic_padding: let dynamic padding cut prediction batches too (see
+        `cut_predict_batches`); False (the default) keeps the original's n-best.
     """
 
     step_keys = ("total_loss", "start_loss", "end_loss")
@@ -47,14 +49,22 @@ class SquadTask(Task):
     unused_variable_prefixes = ("bert/pooler/",)
     # The loss is a softmax over every position, padding included (as the original's): the
     # logits at padded positions are not zero, so a cut batch would change it. Training keeps
-    # max_seq_length; prediction is cut (the logits of real positions do not change).
+    # max_seq_length.
     cut_training_batches = False
+    # Prediction too, by default: the original's n-best takes each window's n_best_size
+    # highest start and end logits over all max_seq_length positions, padding included, and
+    # then drops those outside the document. A padded position among them takes a slot that a
+    # cut batch (which has no logit there) gives to a real position, so the answers can
+    # differ. The real positions' logits are the same either way: cutting is an opt-in.
+    cut_predict_batches = False
     # Positions past a cut batch's length get no logit: -inf, never among the n best.
     sequence_outputs = {"start_logits": float("-inf"), "end_logits": float("-inf")}
 
-    def __init__(self, max_seq_length, version_2_with_negative=False):
+    def __init__(self, max_seq_length, version_2_with_negative=False,
+                 predict_dynamic_padding=False):
         self.max_seq_length = max_seq_length
         self.version_2_with_negative = version_2_with_negative
+        self.cut_predict_batches = bool(predict_dynamic_padding)
         self.name = "squad2" if version_2_with_negative else "squad"
 
     def build_model(self, config):
@@ -103,6 +113,8 @@ class SquadOptions(FineTuningOptions):
     verbose_logging: bool = False
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
+    # Prediction batches cut as --dynamic_padding cuts (not the original's n-best: SquadTask).
+    predict_dynamic_padding: bool = False
 
     def problems(self, config):
         problems = super().problems(config)
@@ -173,7 +185,8 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
     output_dir = options.output_dir
     tf.io.gfile.makedirs(output_dir)
     tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
-    task = SquadTask(options.max_seq_length, options.version_2_with_negative)
+    task = SquadTask(options.max_seq_length, options.version_2_with_negative,
+                     options.predict_dynamic_padding)
     convert = functools.partial(
         squad_data.convert_examples_to_features, tokenizer=tokenizer,
         max_seq_length=options.max_seq_length, doc_stride=options.doc_stride,

@@ -44,6 +44,9 @@ class Task:
         cut batch keeps every position they name.
       cut_training_batches: whether training batches may be cut: only when the loss is the
         same on the cut batch (positions past input_mask add exact zeros to it).
+      cut_predict_batches: whether eval and predict batches may be cut: only when what the
+        caller reads of the outputs is the same on the cut batch (SQuAD's n-best ranks the
+        logits of padded positions too, as the original's: not cut unless asked).
       sequence_outputs: {key: fill} of the eval/predict outputs with a sequence axis 1; the
         trainer pads them back to max_seq_length with `fill` (a cut batch computes no value
         past its length), so callers always see [B, max_seq_length, ...].
@@ -61,6 +64,7 @@ class Task:
     sequence_keys = ("input_ids", "input_mask", "segment_ids")
     position_keys = ()
     cut_training_batches = True
+    cut_predict_batches = True
     sequence_outputs = {}
     eval_by_length = False
     # The records' sequence length (set by the tasks' constructors).

@@ -581,10 +581,11 @@ class Trainer:
 
     def _cuts_batches(self, is_training):
         """Whether dynamic padding cuts this run's batches (never under TPUStrategy, whose
-        infeed and compiled steps need static shapes)."""
+        infeed and compiled steps need static shapes; only where the task allows it)."""
         return (self.options.dynamic_padding
                 and not isinstance(self.strategy, tf.distribute.TPUStrategy)
-                and (self.task.cut_training_batches or not is_training))
+                and (self.task.cut_training_batches if is_training
+                     else self.task.cut_predict_batches))
 
     def _sorts_by_length(self, max_batches, pad_final_batch, per_example):
         """Whether eval/predict runs the records in length order: with dynamic padding, on one
@@ -608,9 +609,13 @@ class Trainer:
         elif isinstance(self.strategy, tf.distribute.TPUStrategy):
             logging.info("%s: static shapes: every batch at max_seq_length (TPUs compile one "
                          "shape)", what)
-        else:
+        elif is_training:
             logging.info("%s: static shapes: every batch at max_seq_length (the %s loss counts "
                          "the padded positions, as the original's)", what, self.task.name)
+        else:
+            logging.info("%s: static shapes: every batch at max_seq_length (the %s outputs "
+                         "are read at the padded positions too, as the original's)", what,
+                         self.task.name)
 
     def input_stream(self, input_files, global_batch_size, is_training, max_batches=None,
                      pad_final_batch=False, sort_by_length=False):
