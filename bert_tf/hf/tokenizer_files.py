@@ -1,6 +1,8 @@
-"""The tokenizer files of a Hub snapshot, read and written for the original's tokenizers:
-BERT's WordPiece (`vocab.txt`, `tokenizer.json`) and ALBERT's SentencePiece (`spiece.model`,
-at the end of this module). A family's Hub table says which (`TOKENIZER_FILES`).
+"""The tokenizer files of a Hub snapshot, read and written for the families' tokenizers:
+BERT's WordPiece (`vocab.txt`, `tokenizer.json`), ALBERT's SentencePiece (`spiece.model`) and
+RoBERTa's byte-level BPE (`vocab.json` + `merges.txt`, or `tokenizer.json`'s BPE model), the
+last two at the end of this module. A family's Hub table says which (`TOKENIZER_FILES`);
+`snapshot_tokenizer` and `write_hub_files` take that kind.
 
 The original tokenizer knows one setting, `do_lower_case` (lower-casing and accent stripping
 together, CJK ideographs always split, `##` continuations, an unknown token, words of up to 200
@@ -286,19 +288,6 @@ def read_sentencepiece_settings(folder):
     return do_lower_case, notes, warnings
 
 
-def snapshot_tokenizer(hf_dir, kind, special_tokens):
-    """What an import takes from a snapshot's tokenizer files, for a family whose Hub table says
-    `kind` ("wordpiece" or "sentencepiece").
-
-    Returns:
-      (the bytes of the Google folder's vocabulary file (vocab.txt or spiece.model), where they
-      came from, do_lower_case or None, notes, warnings).
-    """
-    if kind == "sentencepiece":
-        data, source = snapshot_sentencepiece(hf_dir)
-        return (data, source, *read_sentencepiece_settings(hf_dir))
-    data, source = snapshot_vocab(hf_dir, special_tokens)
-    return (data, source, *read_settings(hf_dir))
 
 
 def write_hub_sentencepiece_files(folder, model_bytes, do_lower_case, model_max_length,
@@ -320,3 +309,192 @@ def write_hub_sentencepiece_files(folder, model_bytes, do_lower_case, model_max_
         **tokens,
     })
     write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
+
+
+# --- byte-level BPE (RoBERTa) ------------------------------------------------------------------
+
+VOCAB_JSON = "vocab.json"
+MERGES_TXT = "merges.txt"
+# The first line GPT-2's and RoBERTa's merges.txt carry (readers skip it).
+MERGES_HEADER = "#version: 0.2\n"
+# tokenizer.json BPE options that byte-level BPE (GPT-2's, RoBERTa's) leaves unset.
+_BPE_UNSET = ("continuing_subword_prefix", "end_of_word_suffix", "dropout")
+
+
+def _bpe_pre_tokenizer_is_byte_level(pre_tokenizer):
+    if not isinstance(pre_tokenizer, dict):
+        return False
+    if pre_tokenizer.get("type") == "ByteLevel":
+        return True
+    parts = pre_tokenizer.get("pretokenizers") if pre_tokenizer.get("type") == "Sequence" else None
+    return isinstance(parts, list) and any(_bpe_pre_tokenizer_is_byte_level(p) for p in parts)
+
+
+def bpe_files_from_tokenizer_json(path):
+    """(vocab.json bytes, merges.txt bytes) of `tokenizer.json`'s byte-level BPE model: its vocab
+    as a JSON object, its merges (`"a b"` strings or `["a", "b"]` pairs) one a line after
+    GPT-2's header. Another model, pre-tokenizer or BPE option is refused."""
+    path = os.fspath(path)
+    data = read_json(path)
+    model = data.get("model")
+    kind = model.get("type") if isinstance(model, dict) else None
+    if kind != "BPE":
+        raise HubError(f"{path}: model type {kind!r}, expected BPE (RoBERTa's byte-level BPE)")
+    if not _bpe_pre_tokenizer_is_byte_level(data.get("pre_tokenizer")):
+        raise HubError(f"{path}: pre_tokenizer is not ByteLevel: not a byte-level BPE like "
+                       "RoBERTa's")
+    for key in _BPE_UNSET:
+        if model.get(key):
+            raise HubError(f"{path}: model.{key}={model[key]!r}; byte-level BPE has none")
+    if model.get("byte_fallback"):
+        raise HubError(f"{path}: model.byte_fallback=true; byte-level BPE has none")
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise HubError(f"{path}: model.vocab is not a non-empty {{token: id}} object")
+    merges = model.get("merges")
+    if not isinstance(merges, list):
+        raise HubError(f"{path}: model.merges is not a list")
+    lines = []
+    for index, merge in enumerate(merges):
+        pair = merge.split(" ") if isinstance(merge, str) else merge
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(p, str) and p and " " not in p and "\n" not in p
+                           for p in pair)):
+            raise HubError(f"{path}: model.merges[{index}] is {merge!r}, expected two tokens "
+                           "without spaces")
+        lines.append(f"{pair[0]} {pair[1]}\n")
+    vocab_bytes = json.dumps(vocab, ensure_ascii=False).encode("utf-8")
+    return vocab_bytes, (MERGES_HEADER + "".join(lines)).encode("utf-8")
+
+
+def snapshot_bpe(hf_dir):
+    """({vocab.json: bytes, merges.txt: bytes}, source) of a snapshot: its two files byte for
+    byte, else tokenizer.json's BPE model written as them."""
+    paths = {name: os.path.join(hf_dir, name) for name in (VOCAB_JSON, MERGES_TXT)}
+    present = [name for name, path in paths.items() if os.path.isfile(path)]
+    if len(present) == 2:
+        files = {}
+        for name, path in paths.items():
+            with open(path, "rb") as f:
+                files[name] = f.read()
+        return files, f"{paths[VOCAB_JSON]}, {paths[MERGES_TXT]}"
+    json_path = os.path.join(hf_dir, TOKENIZER_JSON)
+    if os.path.isfile(json_path):
+        vocab_bytes, merges_bytes = bpe_files_from_tokenizer_json(json_path)
+        return ({VOCAB_JSON: vocab_bytes, MERGES_TXT: merges_bytes},
+                f"{json_path} (model.vocab, model.merges)")
+    if present:
+        missing = MERGES_TXT if present == [VOCAB_JSON] else VOCAB_JSON
+        raise HubError(f"{hf_dir}: {present[0]} without {missing} (and no {TOKENIZER_JSON}): "
+                       "byte-level BPE needs both")
+    raise HubError(f"{hf_dir}: no {VOCAB_JSON} + {MERGES_TXT} and no {TOKENIZER_JSON}: the "
+                   "snapshot has no vocabulary")
+
+
+def _token_content(value):
+    """A special token of tokenizer_config.json / special_tokens_map.json: a string, or an
+    AddedToken object with its `content`."""
+    return value.get("content") if isinstance(value, dict) else value
+
+
+def read_bpe_settings(folder, special_tokens):
+    """What `tokenizer_config.json` and `special_tokens_map.json` of `folder` say for RoBERTa's
+    byte-level BPE tokenizer: a special token other than `special_tokens`' is refused (its
+    ids would differ); settings the tokenizer cannot follow are warned of.
+
+    Returns:
+      (do_lower_case: always False (byte-level BPE has no casing option), notes, warnings).
+    """
+    notes, warnings = [], []
+    ours = special_tokens_map(special_tokens)
+    ours.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
+    for name in (TOKENIZER_CONFIG, SPECIAL_TOKENS_MAP):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        data = read_json(path)
+        for key, token in ours.items():
+            given = _token_content(data.get(key, token))
+            if given != token:
+                raise HubError(f"{path}: {key} is {given!r}; RoBERTa's tokenizer uses "
+                               f"{token!r}")
+        if name != TOKENIZER_CONFIG:
+            continue
+        if data.get("do_lower_case") is True:
+            warnings.append(f"{path}: do_lower_case=True: Transformers' RobertaTokenizer does not "
+                            "lower-case, nor does ours")
+        if data.get("add_prefix_space") is True:
+            warnings.append(f"{path}: add_prefix_space=True: the scripts tokenize as RoBERTa was "
+                            "pretrained, without a space before the first word")
+    return False, notes, warnings
+
+
+def write_hub_bpe_files(folder, vocab_bytes, merges_bytes, model_max_length, tokenizer_class,
+                        special_tokens):
+    """vocab.json, merges.txt (byte for byte), tokenizer_config.json and
+    special_tokens_map.json of Transformers' `tokenizer_class` ("RobertaTokenizer") with
+    RoBERTa's settings: no prefix space, `special_tokens` (`<s>` and `</s>` also as bos/eos),
+    `<mask>` stripping the space before it, as fairseq's and Transformers' RoBERTa do."""
+    vocab = json.loads(vocab_bytes.decode("utf-8"))
+    for name, data in ((VOCAB_JSON, vocab_bytes), (MERGES_TXT, merges_bytes)):
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    tokens = special_tokens_map(special_tokens)
+    tokens.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
+    added = {}
+    for token in dict.fromkeys(tokens.values()):
+        if token in vocab:
+            added[str(vocab[token])] = {
+                "content": token, "lstrip": token == special_tokens.mask, "rstrip": False,
+                "normalized": False, "single_word": False, "special": True}
+    write_json(os.path.join(folder, TOKENIZER_CONFIG), {
+        "tokenizer_class": tokenizer_class,
+        "add_prefix_space": False,
+        "errors": "replace",
+        "trim_offsets": True,
+        "model_max_length": int(model_max_length),
+        "added_tokens_decoder": added,
+        **tokens,
+    })
+    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
+
+
+# --- by kind -----------------------------------------------------------------------------------
+
+# The files of each kind an import copies and an export writes, the vocabulary first.
+FILES = {"wordpiece": (VOCAB_FILE,), "sentencepiece": (SPIECE_MODEL,),
+         "bpe": (VOCAB_JSON, MERGES_TXT)}
+
+
+def snapshot_tokenizer(hf_dir, kind, special_tokens):
+    """What an import takes from a snapshot's tokenizer files, for a family whose Hub table says
+    `kind` ("wordpiece", "sentencepiece" or "bpe").
+
+    Returns:
+      ({file name: bytes} of the Google folder's vocabulary files (`FILES[kind]`: vocab.txt,
+      spiece.model, or vocab.json and merges.txt), where they came from, do_lower_case or None,
+      notes, warnings).
+    """
+    if kind == "sentencepiece":
+        data, source = snapshot_sentencepiece(hf_dir)
+        return ({SPIECE_MODEL: data}, source, *read_sentencepiece_settings(hf_dir))
+    if kind == "bpe":
+        files, source = snapshot_bpe(hf_dir)
+        return (files, source, *read_bpe_settings(hf_dir, special_tokens))
+    data, source = snapshot_vocab(hf_dir, special_tokens)
+    return ({VOCAB_FILE: data}, source, *read_settings(hf_dir))
+
+
+def write_hub_files(kind, folder, files, do_lower_case, model_max_length, tokenizer_class,
+                    special_tokens):
+    """Writes the Hub tokenizer files of `kind` into `folder`: `files` {name of FILES[kind]:
+    bytes} and the settings files (see the writers above)."""
+    if kind == "sentencepiece":
+        write_hub_sentencepiece_files(folder, files[SPIECE_MODEL], do_lower_case,
+                                      model_max_length, tokenizer_class, special_tokens)
+    elif kind == "bpe":
+        write_hub_bpe_files(folder, files[VOCAB_JSON], files[MERGES_TXT], model_max_length,
+                            tokenizer_class, special_tokens)
+    else:
+        write_hub_tokenizer_files(folder, files[VOCAB_FILE], do_lower_case, model_max_length,
+                                  tokenizer_class, special_tokens)
