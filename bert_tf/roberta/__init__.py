@@ -1,0 +1,13 @@
+"""RoBERTa (Liu et al. 2019; fairseq's and Transformers' checkpoints) on bert_tf, a family
+beside BERT, ELECTRA and ALBERT: BERT's encoder with a byte-level BPE vocabulary, positions
+counted from `pad_token_id + 1`, and its own pretraining recipe.
+
+Its rooms (as its siblings'; those not listed are being built):
+  tokenization.py      GPT-2's byte-level BPE with the ids of Transformers' RobertaTokenizer
+                       (slow and fast): `RobertaTokenizer` (vocab.json + merges.txt),
+                       `SPECIAL_TOKENS` (`<s> A </s></s> B </s>`, segment 0, "Ġ" word starts),
+                       the readers and writers of vocab.json and merges.txt
+  character_classes.py the letter / number / whitespace classes of GPT-2's regex, recorded
+                       from Transformers' fast tokenizer (generated; do not edit)
+  fast_tokenization.py the same ids in core TensorFlow ops (`TokenizerModule`), for exports
+"""
