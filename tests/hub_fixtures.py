@@ -503,13 +503,12 @@ def albert_reference_outputs(config, tensors, input_ids, token_type_ids, attenti
 
 # --- RoBERTa --------------------------------------------------------------------------------
 
-# A byte-level BPE vocabulary (vocab.json, merges.txt) with fairseq's special tokens first; a
-# config of pad_token_id 0 gets one with <pad> first (`roberta_vocab`).
-ROBERTA_WORDS = ["H", "e", "l", "o", "Ġ", "w", "r", "d", "t", "h", "c", "a", "He", "ll",
-                 "Hell", "Hello", "Ġw", "or", "Ġwor", "ld", "Ġworld", "Ġt", "Ġth", "Ġthe",
-                 "Ġc", "Ġca", "Ġcat", "!", "Ġ!"]
-ROBERTA_MERGES = ["H e", "l l", "He ll", "Hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld",
-                  "Ġ t", "Ġt h", "Ġth e", "Ġ c", "Ġc a", "Ġca t", "Ġ !"]
+# The byte-level BPE vocabulary committed for RoBERTa's tokenizer tests (fairseq's layout:
+# <s> 0, <pad> 1, </s> 2, <unk> 3, ..., <mask> last); a config of pad_token_id 0 gets it with
+# <s> and <pad> swapped (`roberta_vocab`).
+ROBERTA_TOKENIZER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                     "roberta_tokenizer")
+ROBERTA_VOCAB_SIZE = 1036
 ROBERTA_TOKENIZER_CONFIG = {"tokenizer_class": "RobertaTokenizer", "add_prefix_space": False,
                             "errors": "replace", "trim_offsets": True}
 ROBERTA_HEADS = {
@@ -522,19 +521,25 @@ ROBERTA_HEADS = {
 
 
 def roberta_vocab(pad_token_id=1):
-    """[token] in id order: fairseq's <s> <pad> </s> <unk> (<pad> first for pad id 0), the
-    words, <mask> last."""
-    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    """{token: id} of the committed vocab.json, <pad> at `pad_token_id` (1 or 0)."""
+    with open(os.path.join(ROBERTA_TOKENIZER_DIR, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
     if pad_token_id == 0:
-        specials = ["<pad>", "<s>", "</s>", "<unk>"]
-    return specials + ROBERTA_WORDS + ["<mask>"]
+        vocab["<s>"], vocab["<pad>"] = vocab["<pad>"], vocab["<s>"]
+    return dict(sorted(vocab.items(), key=lambda item: item[1]))
+
+
+def roberta_merges():
+    """The committed merges.txt's merges, "a b" strings in rank order."""
+    with open(os.path.join(ROBERTA_TOKENIZER_DIR, "merges.txt"), encoding="utf-8") as f:
+        return [line for line in f.read().split("\n")[1:] if line]
 
 
 def roberta_hub_config(architecture, **overrides):
     """config.json of a small RoBERTa: H=16, 2 layers, 14 positions (12 usable with pad id 1),
     type_vocab_size 1, epsilon 1e-5, the exact GELU."""
     config = dict(
-        architectures=[architecture], model_type="roberta", vocab_size=len(roberta_vocab()),
+        architectures=[architecture], model_type="roberta", vocab_size=ROBERTA_VOCAB_SIZE,
         hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=24,
         hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
         max_position_embeddings=14, type_vocab_size=1, initializer_range=0.02,
@@ -587,12 +592,13 @@ def write_roberta_snapshot(folder, config, tensors, weights="safetensors", token
     vocab.json + merges.txt (`tokenizer` "files") or tokenizer.json's BPE model ("json")."""
     write_snapshot(folder, config, tensors, weights=weights, tokenizer=(),
                    tokenizer_config=tokenizer_config or ROBERTA_TOKENIZER_CONFIG)
-    vocab = {token: i for i, token in enumerate(roberta_vocab(config.get("pad_token_id", 1)))}
+    vocab = roberta_vocab(config.get("pad_token_id", 1))
+    merges = roberta_merges()
     if tokenizer == "files":
         with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
             json.dump(vocab, f, ensure_ascii=False)
         with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
-            f.write("#version: 0.2\n" + "".join(m + "\n" for m in ROBERTA_MERGES))
+            f.write("#version: 0.2\n" + "".join(m + "\n" for m in merges))
     else:
         with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump({
@@ -602,7 +608,7 @@ def write_roberta_snapshot(folder, config, tensors, weights="safetensors", token
                 "model": {"type": "BPE", "dropout": None, "unk_token": None,
                           "continuing_subword_prefix": "", "end_of_word_suffix": "",
                           "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                          "vocab": vocab, "merges": [m.split(" ") for m in ROBERTA_MERGES]},
+                          "vocab": vocab, "merges": [m.split(" ") for m in merges]},
             }, f, ensure_ascii=False)
     return folder
 

@@ -94,10 +94,9 @@ def import_snapshot(hf_dir, output_dir):
         for name, data in vocab_files.items():
             with open(os.path.join(tmp, name), "wb") as f:
                 f.write(data)
-        vocab = table.read_vocab(os.path.join(tmp, table.VOCAB_FILE))
-        if len(vocab) > config.vocab_size:
-            raise HubError(f"{vocab_source}: {len(vocab)} tokens, more than vocab_size "
-                           f"{config.vocab_size} of config.json")
+        # The vocabulary file first (RoBERTa's reader checks vocab.json with merges.txt).
+        vocab = table.read_vocab(*(os.path.join(tmp, name) for name in vocab_files))
+        _check_vocab_size(vocab, config, vocab_source, "config.json")
         report += _pad_token_problem(config, vocab, table, vocab_source)
         bert = families.build_encoder(config)
         _assign(bert, snap.tensors)
@@ -197,6 +196,14 @@ def _hub_config(config, table, architecture, labels, num_labels, regression, pad
     return out
 
 
+def _check_vocab_size(vocab, config, vocab_source, config_source):
+    """Every id of `vocab` ({token: id}) must have a row of the word embeddings."""
+    top = max(vocab.values(), default=-1) + 1
+    if max(top, len(vocab)) > config.vocab_size:
+        raise HubError(f"{vocab_source}: {len(vocab)} tokens (ids up to {top - 1}), more than "
+                       f"vocab_size {config.vocab_size} of {config_source}")
+
+
 def _pad_token_problem(config, vocab, table, vocab_file):
     """A warning line when the config's pad_token_id (RoBERTa's padding id and first position
     - 1) is not the vocabulary's pad token, else none."""
@@ -261,10 +268,8 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
                        "Transformers name")
     prefix = checkpoints.resolve_checkpoint_path(checkpoint)
     directory = os.path.dirname(prefix)
-    vocab = table.read_vocab(vocab_file)
-    if len(vocab) > config.vocab_size:
-        raise HubError(f"{vocab_file}: {len(vocab)} tokens, more than vocab_size "
-                       f"{config.vocab_size} of {bert_config_file}")
+    vocab = table.read_vocab(*tokenizer_paths.values())
+    _check_vocab_size(vocab, config, vocab_file, bert_config_file)
     report = []
     if table.TOKENIZER_FILES == "bpe":
         do_lower_case = False  # byte-level BPE has no casing option

@@ -30,7 +30,7 @@ from bert_tf.bert import hub_names as bert_hub_names
 from bert_tf.heads import CLASSIFIER, FINE_TUNING_HEADS
 from bert_tf.hf.names import dense_rows, layer_norm_rows
 from bert_tf.roberta.config import RobertaConfig
-from bert_tf.roberta.tokenization import ROBERTA_SPECIAL_TOKENS, load_vocab_json
+from bert_tf.roberta import tokenization
 
 CONFIG = RobertaConfig
 # Transformers' RobertaConfig default epsilon (BERT's 1e-12; every released RoBERTa writes 1e-5).
@@ -40,11 +40,10 @@ ENCODER_PREFIX = "roberta."
 # The tokenizer: byte-level BPE, vocab.json + merges.txt (see bert_tf.hf.tokenizer_files).
 TOKENIZER_FILES = "bpe"
 TOKENIZER_CLASS = "RobertaTokenizer"
-SPECIAL_TOKENS = ROBERTA_SPECIAL_TOKENS
-VOCAB_FILE = "vocab.json"
-VOCAB_FILES_BESIDE = ("vocab.json",)
-MERGES_FILE = "merges.txt"
-read_vocab = load_vocab_json
+SPECIAL_TOKENS = tokenization.SPECIAL_TOKENS
+VOCAB_FILE = tokenization.VOCAB_FILE
+VOCAB_FILES_BESIDE = (tokenization.VOCAB_FILE,)
+MERGES_FILE = tokenization.MERGES_FILE
 # Transformers' RobertaConfig has no position_embedding_type (always absolute).
 HUB_CONFIG = {}
 PRETRAINING_HEADS = ("mlm",)
@@ -52,6 +51,14 @@ PRETRAINING_HEADS = ("mlm",)
 WORD_EMBEDDINGS = "roberta/embeddings/word_embeddings"
 MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
 POOLER_KERNEL, POOLER_BIAS = "roberta/pooler/dense/kernel", "roberta/pooler/dense/bias"
+
+
+def read_vocab(vocab_file, merges_file=None):
+    """{token: id} of vocab.json, checked with its merges (default: merges.txt beside it) as
+    the tokenizer checks them (every byte symbol and merge an entry); VocabError naming the
+    file otherwise."""
+    return tokenization.ByteLevelBPEVocab.from_files(
+        vocab_file, merges_file or tokenization.default_merges_file(vocab_file))
 
 
 def _scoped(rows):
