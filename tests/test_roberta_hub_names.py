@@ -480,3 +480,63 @@ def test_export_needs_the_merges(tmp_path):
     with pytest.raises(HubError, match="--merges_file: .*bert_config.json is a bert model, whose "
                                        "tokenizer has no merges"):
         export_checkpoint(prefix, None, None, tmp_path / "out", merges_file=tmp_path / "x.txt")
+
+
+# --- recorded from Transformers (tests/data/roberta_hub/make_expected.py) ---------------------
+
+ROBERTA_HUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "roberta_hub")
+RECORDED = {"masked_lm": "RobertaForMaskedLM", "classifier": "RobertaForSequenceClassification",
+            "tagging": "RobertaForTokenClassification", "qa": "RobertaForQuestionAnswering",
+            "model_pad0": "RobertaModel"}
+
+
+@pytest.mark.parametrize("case", list(RECORDED))
+def test_snapshots_saved_by_transformers(tmp_path, case):
+    """Snapshots Transformers 5.24 saved, and its outputs: our forward of the import within
+    1e-5 at every position, the export bit for bit (so Transformers loads it with the same
+    outputs: make_expected.py --check measured 0 difference)."""
+    folder = tmp_path / case
+    shutil.copytree(os.path.join(ROBERTA_HUB, case), folder,
+                    ignore=shutil.ignore_patterns("outputs.npz"))
+    want = dict(np.load(os.path.join(ROBERTA_HUB, case, "outputs.npz")))
+    pad = json.loads((folder / "config.json").read_text())["pad_token_id"]
+    (folder / "vocab.json").write_text(json.dumps(hub.roberta_vocab(pad), ensure_ascii=False),
+                                       encoding="utf-8")
+    shutil.copy(os.path.join(hub.ROBERTA_TOKENIZER_DIR, "merges.txt"), folder)
+    feats = {"input_ids": want["input_ids"], "input_mask": want["attention_mask"],
+             "segment_ids": want["token_type_ids"],
+             "masked_lm_positions": np.tile(np.arange(want["input_ids"].shape[1]), (2, 1))}
+    out = forward(tmp_path, RECORDED[case], str(folder), feats)
+    ref = {"sequence_output": want["last_hidden_state"].astype(np.float64)}
+    for key in ("pooler_output", "start_logits", "end_logits"):
+        if key in want:
+            ref[key.replace("pooler_", "pooled_")] = want[key]
+    ref["mlm_logits" if case == "masked_lm" else "logits"] = want.get("logits")
+    compare(out, {k: v for k, v in ref.items() if v is not None}, feats)
+    if not (tmp_path / "google").exists():  # (forward imported the masked LM there)
+        import_snapshot(folder, tmp_path / "google")
+    export_checkpoint(tmp_path / "google", None, None, tmp_path / "back")
+    saved = SafetensorsFile(folder / "model.safetensors").read_all()
+    back = SafetensorsFile(tmp_path / "back/model.safetensors").read_all()
+    assert sorted(back) == sorted(saved)
+    for name, value in saved.items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
+def test_tokenizer_ids_against_autotokenizer_on_our_export():
+    """AutoTokenizer (Transformers 5.24, RobertaTokenizer) read the tokenizer files our export
+    writes (vocab.json, merges.txt, tokenizer_config.json with <mask>'s left strip) and gave
+    these ids: ours are the same, special tokens and pairs included."""
+    from bert_tf.roberta.tokenization import RobertaTokenizer
+
+    recorded = json.loads(open(os.path.join(ROBERTA_HUB, "tokens.json"), encoding="utf-8").read())
+    assert recorded["class"] == "RobertaTokenizer"
+    tokenizer = RobertaTokenizer(os.path.join(hub.ROBERTA_TOKENIZER_DIR, "vocab.json"))
+    special = tokenizer.special_tokens
+    cls, sep = tokenizer.vocab[special.cls], tokenizer.vocab[special.sep]
+    for text, ids in recorded["texts"].items():
+        assert special.lay_out(tokenizer.tokenize_to_ids(text), [], cls, sep)[0] == ids, text
+    for a, b, ids in recorded["pairs"]:
+        laid_out, _ = special.lay_out(tokenizer.tokenize_to_ids(a), tokenizer.tokenize_to_ids(b),
+                                      cls, sep)
+        assert laid_out == ids, (a, b)
