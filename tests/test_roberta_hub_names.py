@@ -12,7 +12,6 @@ import shutil
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import hub_fixtures as hub
 from bert_tf import BertModel, BertTaskModel, checkpoints, families
@@ -21,13 +20,12 @@ from bert_tf.heads import FINE_TUNING_HEADS
 from bert_tf.hf import HubError, names
 from bert_tf.hf.convert import export_checkpoint, import_snapshot
 from bert_tf.hf.safetensors_io import SafetensorsFile
-from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.roberta import hub_names
 from bert_tf.roberta.config import RobertaConfig
 from bert_tf.roberta.model import RobertaModel
 from bert_tf.text import VocabError
 from conftest import tiny_config_dict
-from test_hf import checkpoint_tensors, one_line_error
+from test_hf import checkpoint_tensors, one_line_error, random_model
 
 LABELS = ["pos", "neg", "neu"]
 CASES = {
@@ -283,29 +281,13 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
             os.path.join(folder, "vocab.json"), "rb").read()
 
 
-def _random_model(kind, config):
-    if kind == "pretraining":
-        model = BertPretrainingModel(config)
-    elif kind == "encoder":
-        model = RobertaModel(config)
-    else:
-        head = {"classifier": ClassifierHead(3, config.hidden_size),
-                "squad": SpanHead(config.hidden_size),
-                "tagging": TokenClassifierHead(4, config.hidden_size)}[kind]
-        model = BertTaskModel(config, head)
-    rng = np.random.default_rng(1)
-    for variable in model.weights:
-        variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
-    return model
-
-
 @pytest.mark.parametrize("kind,overrides", [
     ("pretraining", {}), ("classifier", dict(pad_token_id=0, type_vocab_size=2)),
     ("squad", dict(hidden_act="relu", layer_norm_eps=1e-7)), ("tagging", {}),
     ("encoder", dict(hidden_act="gelu"))])
 def test_import_of_export_gives_the_checkpoint_back(tmp_path, kind, overrides):
     config = tiny_config(**overrides)
-    model = _random_model(kind, config)
+    model = random_model(kind, config)
     run_dir = tmp_path / "run"
     prefix = checkpoints.save_original_checkpoint(model, run_dir / "model.ckpt-7", global_step=7)
     vocab = hub.roberta_vocab(config.pad_token_id)
@@ -344,7 +326,7 @@ def test_the_masked_lm_export_reloads(tmp_path):
     log-probabilities (its head: dense, the exact GELU whatever hidden_act, the config's
     epsilon, the tied word embeddings)."""
     config = tiny_config(hidden_act="relu")
-    model = _random_model("pretraining", config)
+    model = random_model("pretraining", config)
     prefix = checkpoints.save_original_checkpoint(model, tmp_path / "run/model.ckpt-1")
     (tmp_path / "run/vocab.json").write_text(json.dumps(hub.roberta_vocab()), encoding="utf-8")
     shutil.copy(os.path.join(hub.ROBERTA_TOKENIZER_DIR, "merges.txt"), tmp_path / "run")
@@ -431,6 +413,14 @@ def test_tokenizer_files_refused(tmp_path):
         json.dump(dict(hub.ROBERTA_TOKENIZER_CONFIG, add_prefix_space=True), f)
     result = import_snapshot(folder, tmp_path / "google")
     assert any("add_prefix_space=True" in line for line in result.report)
+
+
+def test_a_pad_token_id_that_is_not_the_vocabularys_pad_is_warned(tmp_path):
+    config, tensors, folder = build(tmp_path, "bare")
+    _rewrite_config(folder, pad_token_id=0)  # vocab.json's <pad> is 1
+    result = import_snapshot(folder, tmp_path / "google")
+    assert any(line.startswith("warning: pad_token_id 0 of the config is not the id of <pad> in")
+               for line in result.report)
 
 
 def test_segment_ids_past_type_vocab_size_are_refused(tmp_path):

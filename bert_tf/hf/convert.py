@@ -69,7 +69,8 @@ def import_snapshot(hf_dir, output_dir):
 
     `output_dir` gets `bert_model.ckpt.{index,data-00000-of-00001}` (the original names;
     heads under their original scopes), `bert_config.json`, `vocab.txt` (ALBERT:
-    `model.ckpt-best.*`, `albert_config.json`, `spiece.model`: the family's table names them),
+    `model.ckpt-best.*`, `albert_config.json`, `spiece.model`; RoBERTa: `vocab.json` and
+    `merges.txt`: the family's table names them),
     and, read by from_pretrained and export but by no original script: `tokenizer_config.json`
     (do_lower_case), `task.json` (a classifier's or tagger's labels, as run_classifier.py /
     run_tagging.py write it) and `hf_import.json` (the source, the tensors generated).
@@ -136,9 +137,9 @@ def _hub_table(config, source):
     config the two codes compute differently, is refused."""
     table = names.hub_table(config.model_type)
     if table is None:
-        bridged = [f"{n.upper()}'s" for n in names.bridged_families()]
+        bridged = ", ".join(repr(n) for n in names.bridged_families())
         raise HubError(f"{source}: model_type {config.model_type!r} has no Hugging Face Hub "
-                       f"names here (only {' and '.join(bridged)} convert)")
+                       f"names here (only model_type {bridged} convert)")
     problem = table.config_problem(config)
     if problem:
         raise HubError(f"{source}: {problem}")
@@ -234,8 +235,9 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     Args:
       checkpoint: a prefix or a folder (as every script takes).
       bert_config_file, vocab_file: the model's files (vocab_file: ALBERT's SentencePiece
-        model); None = the one beside the checkpoint (bert_config.json or albert_config.json;
-        vocab.txt, or spiece.model / 30k-clean.model for ALBERT).
+        model, RoBERTa's vocab.json); None = the one beside the checkpoint (bert_config.json or
+        albert_config.json; vocab.txt, or spiece.model / 30k-clean.model for ALBERT, vocab.json
+        for RoBERTa).
       output_dir: the new folder.
       do_lower_case: None = the tokenizer_config.json beside the vocab or checkpoint (an
         import writes one), else a released model's folder name, else True.

@@ -4,7 +4,7 @@
 original's architecture, an activation we compute), reads the weights (`model.safetensors`, shards listed by
 `model.safetensors.index.json`, `pytorch_model.bin` or its shards), maps every tensor through
 its family's table of Hub names (`bert_tf.families.hub_names`: BERT's `bert_tf.bert.hub_names`,
-ALBERT's `bert_tf.albert.hub_names`; read through `bert_tf.hf.names.HubTable`; shape checked against config.json, Linear weights
+ALBERT's `bert_tf.albert.hub_names`, RoBERTa's `bert_tf.roberta.hub_names`; read through `bert_tf.hf.names.HubTable`; shape checked against config.json, Linear weights
 transposed, float16/bfloat16 widened to float32 exactly) and says in one line why each tensor
 it does not map is left out. A tensor it cannot place is an error, never dropped silently.
 No TensorFlow here: NumPy only.
@@ -78,10 +78,9 @@ def _config(hf_dir, report):
     rows = names.hub_table(families.DEFAULT if model_type is None else model_type)
     if rows is None:
         bridged = names.bridged_families()
-        raise HubError(f"{path}: model_type {model_type!r} is not a "
-                       f"{'/'.join(n.upper() for n in bridged)} checkpoint (only model_type "
-                       f"{', '.join(repr(n) for n in bridged)} convert, even where tensor names "
-                       "look alike)")
+        raise HubError(f"{path}: model_type {model_type!r} has no Hugging Face Hub names here "
+                       f"(only model_type {', '.join(repr(n) for n in bridged)} convert, even "
+                       "where tensor names look alike)")
     position = hub.get("position_embedding_type", "absolute")
     if position != "absolute":
         raise HubError(f"{path}: position_embedding_type {position!r} has no equivalent in the "

@@ -288,8 +288,6 @@ def read_sentencepiece_settings(folder):
     return do_lower_case, notes, warnings
 
 
-
-
 def write_hub_sentencepiece_files(folder, model_bytes, do_lower_case, model_max_length,
                                   tokenizer_class, special_tokens):
     """spiece.model, tokenizer_config.json and special_tokens_map.json of Transformers'

@@ -39,8 +39,8 @@ class RobertaConfig(BertConfig):
     - `model_type` "roberta".
 
     `to_dict` always writes all three (and `hidden_act`, required as in BERT's file: the
-    released models compute the exact GELU, `gelu_exact`). The original BERT code reads such a
-    file but cannot load a checkpoint of it: the variables are under `roberta/`, not `bert/`.
+    released models compute the exact GELU, `gelu_exact`). The checkpoints of such a model name
+    their variables under `roberta/`, so no BERT code loads them as a BERT's (docs/roberta.md).
     """
 
     MODEL_TYPES = ("roberta",)

@@ -106,21 +106,10 @@ LEFT_OUT = {
 }
 
 # config.json keys that are bert_config.json keys of the same meaning, with Transformers'
-# RobertaConfig defaults for a config.json that leaves one out (not roberta-base's: its
-# config.json gives type_vocab_size 1, max_position_embeddings 514, layer_norm_eps 1e-5).
-CONFIG_KEYS = {
-    "vocab_size": 50265,
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_dropout_prob": 0.1,
-    "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "initializer_range": 0.02,
-    "pad_token_id": 1,
-}
+# RobertaConfig defaults for a config.json that leaves one out: its BertConfig's but for the
+# vocabulary and the padding id (not roberta-base's values: its config.json gives
+# type_vocab_size 1, max_position_embeddings 514, layer_norm_eps 1e-5).
+CONFIG_KEYS = {**bert_hub_names.CONFIG_KEYS, "vocab_size": 50265, "pad_token_id": 1}
 
 
 def encoder_rows(num_hidden_layers, pooler=True):

@@ -33,8 +33,8 @@ class RobertaModel(BertModel):
     ValueError naming the config (in a graph, an InvalidArgumentError; XLA drops such checks,
     so there the input pipeline must hold to them).
 
-    Variables under `roberta/` with BERT's names (`checkpoint_variables`): the original BERT
-    code refuses such a checkpoint instead of computing other positions.
+    Variables under `roberta/` with BERT's names (`checkpoint_variables`): no BERT code loads
+    them as a BERT's weights and computes BERT's positions with them.
     """
 
     model_type = "roberta"

@@ -160,6 +160,12 @@ def record():
         json.dump({"torch": torch.__version__, "transformers": transformers.__version__}, f)
 
 
+def _log_softmax(logits):
+    logits = logits.astype(np.float64)
+    logits -= logits.max(-1, keepdims=True)
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
 def _bridge(*args):
     proc = subprocess.run([sys.executable, "-m", "bert_tf.hf", *args], cwd=REPO,
                           capture_output=True, text=True,
@@ -199,9 +205,7 @@ def check():
                 load_original_checkpoint(model, f"{tmp}/google")
                 positions = np.tile(np.arange(want["input_ids"].shape[1]), (2, 1))
                 ours = model(dict(feats, masked_lm_positions=positions))
-                logits = want["logits"].astype(np.float64)
-                logits -= logits.max(-1, keepdims=True)
-                log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+                log_probs = _log_softmax(want["logits"])
                 worst[f"{case} mlm_log_probs"] = np.abs(
                     ours["mlm_log_probs"].numpy().reshape(log_probs.shape) - log_probs).max()
             elif arch == "RobertaModel":
@@ -283,9 +287,7 @@ def _check_our_checkpoints():
         if kind == "pretraining":
             positions = np.tile(np.arange(ids.shape[1]), (2, 1))
             ours = model(dict(feats, masked_lm_positions=positions))
-            logits = theirs["logits"].astype(np.float64)
-            logits -= logits.max(-1, keepdims=True)
-            log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+            log_probs = _log_softmax(theirs["logits"])
             worst[f"ours {kind} mlm_log_probs"] = np.abs(
                 ours["mlm_log_probs"].numpy().reshape(log_probs.shape) - log_probs).max()
         else:
