@@ -14,7 +14,8 @@ from bert_tf.data.classifier import truncate_lengths
 from bert_tf.roberta import character_classes
 from bert_tf.roberta.tokenization import (SPECIAL_TOKENS, WHITESPACE_CHARS, ByteLevelBPEVocab,
                                           RobertaTokenizer, VocabError, bytes_to_unicode,
-                                          read_merges, read_vocab_json, write_merges,
+                                          hub_tokenizer_config, read_merges,
+                                          read_tokenizer_json, read_vocab_json, write_merges,
                                           write_vocab_json)
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "roberta_tokenizer")
@@ -180,6 +181,9 @@ def test_special_tokens_and_family_surface(tokenizers):
     assert tokenizer.convert_tokens_to_ids(["not a piece"]) == [tokenizer.vocab["<unk>"]]
     assert tokenizer.vocab.merges == read_merges(MERGES)
     assert tokenizer.tokenize(b"caf\xc3\xa9 \xff") == tokenizer.tokenize("café ")
+    # A lone surrogate (JSON's "\ud800") has no bytes: no piece, no crash.
+    assert tokenizer.tokenize("a\ud800 b") == tokenizer.tokenize("a b")
+    assert tokenizer.tokenize_with_offsets("a\ud800 b")[1] == [(0, 1), (3, 4)]
     with pytest.raises(ValueError, match="do_lower_case=True"):
         RobertaTokenizer(VOCAB, do_lower_case=True)
     assert RobertaTokenizer(VOCAB, None, MERGES).tokenize("x") == ["x"]
@@ -281,3 +285,59 @@ def test_bad_or_missing_files_are_one_line(tmp_path):
     without_mask = {k: v for k, v in vocab.items() if k != "<mask>"}
     with pytest.raises(VocabError, match="no <mask> entry"):
         ByteLevelBPEVocab(without_mask, merges, VOCAB, MERGES)
+
+
+def test_tokenizer_json_gives_the_files_vocab_and_merges():
+    """RobertaTokenizerFast's tokenizer.json of the committed vocabulary (make_expected.py)."""
+    vocab, merges, settings = read_tokenizer_json(os.path.join(DATA, "tokenizer.json"))
+    assert vocab == read_vocab_json(VOCAB) and list(vocab.values()) == sorted(vocab.values())
+    assert merges == read_merges(MERGES)
+    assert settings == {"add_prefix_space": False, "trim_offsets": True}
+
+
+def _edited_tokenizer_json(tmp_path, edit):
+    with open(os.path.join(DATA, "tokenizer.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    edit(data)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def _set(*keys_and_value):
+    *keys, last, value = keys_and_value
+
+    def edit(data):
+        for key in keys:
+            data = data[key]
+        data[last] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set("model", "type", "WordPiece"), "model type 'WordPiece', not BPE"),
+    (_set("model", "dropout", 0.1), "model.dropout is 0.1"),
+    (_set("model", "continuing_subword_prefix", "##"), "continuing_subword_prefix is '##'"),
+    (_set("model", "ignore_merges", True), "model.ignore_merges is True"),
+    (_set("normalizer", {"type": "Lowercase"}), "normalizer \('Lowercase'\)"),
+    (_set("pre_tokenizer", {"type": "Whitespace"}), "pre_tokenizer 'Whitespace' is not"),
+    (_set("pre_tokenizer", "use_regex", False), "is not ByteLevel with GPT-2's regex"),
+    (_set("model", "merges", 0, "ab"), r"model.merges\[0\] is 'ab'"),
+    (_set("added_tokens", 4, "lstrip", False), "'<mask>' has lstrip=False"),
+    (_set("added_tokens", 0, "content", "<|endoftext|>"), "'<|endoftext|>' .* is not one of"),
+    (_set("added_tokens", 0, "id", 7), "'<s>' has id 7, the model's vocab 0"),
+])
+def test_tokenizer_json_refusals(tmp_path, edit, message):
+    path = _edited_tokenizer_json(tmp_path, edit)
+    with pytest.raises(VocabError, match=message) as info:
+        read_tokenizer_json(path)
+    assert "\n" not in str(info.value) and path in str(info.value)
+
+
+def test_hub_tokenizer_config():
+    """What AutoTokenizer reads beside our vocab.json and merges.txt (checked once by hand with
+    Transformers 4.57.6: slow and fast gave the goldens' ids on all their texts)."""
+    config = hub_tokenizer_config(add_prefix_space=True)
+    assert config["tokenizer_class"] == "RobertaTokenizer" and config["add_prefix_space"] is True
+    assert [config[k] for k in ("cls_token", "sep_token", "mask_token", "pad_token",
+                                "unk_token")] == ["<s>", "</s>", "<mask>", "<pad>", "<unk>"]

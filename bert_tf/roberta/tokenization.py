@@ -58,14 +58,15 @@ character late for the first piece after a special token when `add_prefix_space`
 there (they count the added space as the chunk's first character).
 
 Vocabulary files (Hub snapshots carry them; `read_vocab_json`, `read_merges`,
-`write_vocab_json`, `write_merges` are the pure readers and writers the Hub bridge uses): both
-are parsed as data (JSON, text), never evaluated; a bad file is a `VocabError` of one line
-naming the file (and line).
+`write_vocab_json`, `write_merges` are the pure readers and writers the Hub bridge uses,
+`read_tokenizer_json` reads a snapshot's tokenizer.json and `hub_tokenizer_config` is the
+tokenizer_config.json to write beside ours): all are parsed as data (JSON, text), never
+evaluated; a bad file is a `VocabError` of one line naming the file (and line).
 
 Pure Python, no TensorFlow (`bert_tf.roberta.fast_tokenization` is the in-graph twin).
 """
 
-import collections
+import functools
 import json
 import os
 import re
@@ -81,20 +82,26 @@ __all__ = [
     "VOCAB_FILE",
     "MERGES_FILE",
     "MERGES_HEADER",
+    "WHITESPACE_CHARS",
     "ByteLevelBPEVocab",
     "RobertaTokenizer",
     "VocabError",
     "bytes_to_unicode",
+    "default_merges_file",
     "pretokenize_pattern",
     "read_vocab_json",
     "read_merges",
     "write_vocab_json",
     "write_merges",
+    "read_tokenizer_json",
+    "special_token_names",
+    "hub_tokenizer_config",
 ]
 
 WORD_START = "\u0120"  # "Ġ": the space byte in GPT-2's byte alphabet
 VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
+TOKENIZER_JSON = "tokenizer.json"
 MERGES_HEADER = "#version: 0.2"
 
 # RoBERTa's special tokens (fairseq's dictionary: <s> 0, <pad> 1, </s> 2, <unk> 3, ..., <mask>
@@ -241,6 +248,104 @@ def write_merges(path, merges):
     return files.write_atomic(path, "\n".join(lines) + "\n")
 
 
+def special_token_names(special_tokens=SPECIAL_TOKENS):
+    """The tokens split out of text: cls, sep, unk, pad and mask (`<s>`, `</s>`, `<unk>`,
+    `<pad>`, `<mask>`)."""
+    return (special_tokens.cls, special_tokens.sep, special_tokens.unk, special_tokens.pad,
+            special_tokens.mask)
+
+
+def read_tokenizer_json(path):
+    """A Hub snapshot's tokenizer.json (Transformers' fast tokenizer file; some snapshots have
+    no vocab.json and merges.txt) as (vocab, merges, settings).
+
+    Only what this tokenizer computes is accepted, else a `VocabError` line naming the file
+    and what differs: a BPE model without dropout, affixes, byte fallback or `ignore_merges`;
+    no normalizer; a ByteLevel pre-tokenizer with GPT-2's regex; added tokens among `<s>`,
+    `</s>`, `<unk>`, `<pad>`, `<mask>` only, the mask alone stripping whitespace on its left.
+
+    Returns:
+      (vocab: dict token -> id in id order (the model's, with the added tokens), merges: list
+      of (left, right) in rank order, settings: dict with `add_prefix_space` and
+      `trim_offsets`).
+    """
+    path = os.fspath(path)
+    try:
+        data = json.loads(_read_text(path, "tokenizer file"))
+    except json.JSONDecodeError as e:
+        raise VocabError(f"tokenizer file {path}:{e.lineno}: not valid JSON ({e.msg})") from None
+
+    def refuse(what):
+        raise VocabError(f"tokenizer file {path}: {what}; bert_tf's RoBERTa tokenizer is "
+                         "GPT-2's byte-level BPE with RoBERTa's special tokens")
+
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "BPE":
+        refuse(f"model type {model.get('type') if isinstance(model, dict) else None!r}, "
+               "not BPE")
+    for key, allowed in (("dropout", (None,)), ("continuing_subword_prefix", (None, "")),
+                         ("end_of_word_suffix", (None, "")), ("byte_fallback", (None, False)),
+                         ("ignore_merges", (None, False))):
+        if model.get(key) not in allowed:
+            refuse(f"model.{key} is {model[key]!r}")
+    if data.get("normalizer") is not None:
+        refuse(f"it has a normalizer ({data['normalizer'].get('type')!r})")
+    pre = data.get("pre_tokenizer")
+    if not isinstance(pre, dict) or pre.get("type") != "ByteLevel" or not pre.get("use_regex",
+                                                                                    True):
+        refuse(f"pre_tokenizer {pre.get('type') if isinstance(pre, dict) else pre!r} is not "
+               "ByteLevel with GPT-2's regex")
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not all(type(v) is int and v >= 0  # noqa: E721
+                                              for v in vocab.values()):
+        refuse("model.vocab is not a {token: id} object of non-negative ids")
+    vocab = dict(vocab)
+    merges = []
+    for rank, merge in enumerate(model.get("merges") or []):
+        pair = merge.split(" ") if isinstance(merge, str) else merge
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(p, str) and p for p in pair)):
+            refuse(f"model.merges[{rank}] is {merge!r}, not two symbols")
+        merges.append((pair[0], pair[1]))
+    specials = special_token_names()
+    for added in data.get("added_tokens") or []:
+        content, index = added.get("content"), added.get("id")
+        if content not in specials:
+            refuse(f"added token {content!r} (id {index}) is not one of {' '.join(specials)}")
+        if (bool(added.get("lstrip")) != (content == SPECIAL_TOKENS.mask)
+                or added.get("rstrip") or added.get("single_word")):
+            refuse(f"added token {content!r} has lstrip={added.get('lstrip')}, rstrip="
+                   f"{added.get('rstrip')}, single_word={added.get('single_word')} (only "
+                   f"{SPECIAL_TOKENS.mask} strips, on its left)")
+        if vocab.get(content, index) != index:
+            refuse(f"added token {content!r} has id {index}, the model's vocab {vocab[content]}")
+        vocab[content] = index
+    owner = {}
+    for token, index in vocab.items():
+        if index in owner:
+            refuse(f"id {index} is given to both {owner[index]!r} and {token!r}")
+        owner[index] = token
+    settings = {"add_prefix_space": bool(pre.get("add_prefix_space", False)),
+                "trim_offsets": bool(pre.get("trim_offsets", True))}
+    return dict(sorted(vocab.items(), key=lambda item: item[1])), merges, settings
+
+
+def hub_tokenizer_config(add_prefix_space=False):
+    """tokenizer_config.json of a Hub snapshot whose vocab.json and merges.txt are ours: what
+    Transformers' AutoTokenizer reads to build RobertaTokenizer(Fast) with these ids (the mask
+    token's left strip is the class's default)."""
+    special = SPECIAL_TOKENS
+    return {
+        "tokenizer_class": "RobertaTokenizer",
+        "add_prefix_space": bool(add_prefix_space),
+        "trim_offsets": True,
+        "errors": "replace",
+        "bos_token": special.cls, "eos_token": special.sep, "sep_token": special.sep,
+        "cls_token": special.cls, "unk_token": special.unk, "pad_token": special.pad,
+        "mask_token": special.mask,
+    }
+
+
 class ByteLevelBPEVocab(dict):
     """{token: id} of a byte-level BPE vocabulary, carrying its `merges` (list of (left,
     right) in rank order) and the files they came from: the `vocab` the family hands its graph
@@ -269,8 +374,7 @@ class ByteLevelBPEVocab(dict):
                     raise VocabError(
                         f"merges file {self.merges_file}: merge {rank + 1} ({a} {b}) needs "
                         f"{symbol!r}, which vocab file {self.vocab_file} does not have")
-        for token in (special_tokens.cls, special_tokens.sep, special_tokens.mask,
-                      special_tokens.pad, special_tokens.unk):
+        for token in special_token_names(special_tokens):
             if token not in self:
                 raise VocabError(f"vocab file {self.vocab_file}: no {token} entry")
 
@@ -283,8 +387,9 @@ class ByteLevelBPEVocab(dict):
 def default_merges_file(vocab_file):
     """merges.txt beside `vocab_file`."""
     path = os.fspath(vocab_file)
-    return os.path.join(os.path.dirname(path), MERGES_FILE) if not files.is_remote(path) \
-        else path.rsplit("/", 1)[0] + "/" + MERGES_FILE
+    if files.is_remote(path):
+        return path.rsplit("/", 1)[0] + "/" + MERGES_FILE
+    return os.path.join(os.path.dirname(path), MERGES_FILE)
 
 
 # The characters of `\\s` (the regex's whitespace, Unicode White_Space).
@@ -293,15 +398,10 @@ WHITESPACE_CHARS = frozenset(
 
 _WHITESPACE_STRING = "".join(sorted(WHITESPACE_CHARS))
 
-# Built once per process: the pattern's classes are a few thousand ranges.
-_PATTERN = None
-
-
+@functools.lru_cache(maxsize=1)
 def _pretokenizer():
-    global _PATTERN
-    if _PATTERN is None:
-        _PATTERN = re.compile(pretokenize_pattern())
-    return _PATTERN
+    """The compiled pattern, once per process (its classes are a few thousand ranges)."""
+    return re.compile(pretokenize_pattern())
 
 
 class RobertaTokenizer:
@@ -352,7 +452,7 @@ class RobertaTokenizer:
         self._byte_chars = [self.byte_encoder[b] for b in range(256)]
         special = self.special_tokens
         self.unk_id = self.vocab[special.unk]
-        self._special = (special.cls, special.sep, special.unk, special.pad, special.mask)
+        self._special = special_token_names(special)
         self._special_pattern = re.compile("|".join(re.escape(t) for t in sorted(
             self._special, key=len, reverse=True)))
         self._lstrip = {special.mask}
@@ -409,7 +509,10 @@ class RobertaTokenizer:
         value = self._cache.get(word)
         if value is None:
             byte_chars = self._byte_chars
-            pieces = self._bpe("".join(byte_chars[b] for b in word.encode("utf-8")))
+            # A lone surrogate (a str from JSON escapes) has no UTF-8: dropped, as bytes that
+            # are not UTF-8 are.
+            pieces = self._bpe("".join(byte_chars[b]
+                                       for b in word.encode("utf-8", "ignore")))
             value = (pieces, [self.vocab[p] for p in pieces])
             if self._cache_size:
                 if len(self._cache) >= self._cache_size:
@@ -436,7 +539,8 @@ class RobertaTokenizer:
 
     def tokenize(self, text):
         """The pieces (list of str, in the byte alphabet) of `text` (str or bytes; bytes are
-        decoded as UTF-8, undecodable bytes dropped). No special tokens are added."""
+        decoded as UTF-8, undecodable bytes dropped, and a lone surrogate of a str, which has
+        no UTF-8, gives no piece). No special tokens are added."""
         text = convert_to_unicode(text)
         pieces = []
         for chunk, _, special in self._chunks(text):
@@ -472,7 +576,7 @@ class RobertaTokenizer:
                 word = match.group()
                 char_of_byte = []  # the character (in `prefixed`) of each byte of the word
                 for i, c in enumerate(word, match.start()):
-                    char_of_byte += [i] * len(c.encode("utf-8"))
+                    char_of_byte += [i] * len(c.encode("utf-8", "ignore"))
                 byte = 0
                 for piece in self._word_pieces(word)[0]:
                     a = char_of_byte[byte]

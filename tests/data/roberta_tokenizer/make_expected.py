@@ -14,7 +14,9 @@ TRAINING_LINES below (RoBERTa's layout: <s> 0, <pad> 1, </s> 2, <unk> 3, the byt
 merges, <mask> last); it is kept when present (pass --retrain to train it again, which changes
 every recorded id).
 
-Writes expected.jsonl.gz here, one JSON object per line:
+Writes tokenizer.json here (RobertaTokenizerFast's file of this vocabulary, the form of Hub
+snapshots that carry no vocab.json and merges.txt) and expected.jsonl.gz, one JSON object per
+line:
   {"kind": "versions", ...}                                the packages that recorded
   {"kind": "text", "name", "text", "add_prefix_space",
    "slow": {"tokens", "ids"}, "fast": {"tokens", "ids", "offsets"}}
@@ -43,6 +45,7 @@ SHARED = os.path.join(os.path.dirname(REPO), "shared")
 VOCAB = os.path.join(HERE, "vocab.json")
 MERGES = os.path.join(HERE, "merges.txt")
 EXPECTED = os.path.join(HERE, "expected.jsonl.gz")
+TOKENIZER_JSON = os.path.join(HERE, "tokenizer.json")
 VOCAB_SIZE = 1800  # 256 byte symbols + 4 special tokens + about 1,540 merges; <mask> after
 FUZZ_SEED = 1234
 FUZZ_COUNT = 400
@@ -190,6 +193,8 @@ def main():
 
     slow = {p: RobertaTokenizer(VOCAB, MERGES, add_prefix_space=p) for p in (False, True)}
     fast = {p: RobertaTokenizerFast(VOCAB, MERGES, add_prefix_space=p) for p in (False, True)}
+    with open(TOKENIZER_JSON, "w", encoding="utf-8", newline="\n") as f:
+        f.write(fast[False].backend_tokenizer.to_str() + "\n")
 
     def text_record(kind, name, text, prefix):
         s = slow[prefix](text, add_special_tokens=False)
