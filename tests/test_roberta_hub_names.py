@@ -402,8 +402,15 @@ def test_tokenizer_files_refused(tmp_path):
     data = json.loads(open(path, encoding="utf-8").read())
     data["model"]["type"] = "WordPiece"
     open(path, "w", encoding="utf-8").write(json.dumps(data))
-    one_line_error(folder, str(tmp_path / "out"), "tokenizer.json: model type 'WordPiece', "
-                   "expected BPE")
+    # The tokenizer's own reader of tokenizer.json refuses it (a VocabError, one line).
+    with pytest.raises(VocabError, match=r"tokenizer.json: model type 'WordPiece', not BPE") as e:
+        import_snapshot(folder, str(tmp_path / "out"))
+    assert "\n" not in str(e.value) and not (tmp_path / "out").exists()
+    data["model"]["type"] = "BPE"
+    data["pre_tokenizer"]["add_prefix_space"] = True
+    open(path, "w", encoding="utf-8").write(json.dumps(data))
+    result = import_snapshot(folder, tmp_path / "prefixed")
+    assert any("pre_tokenizer.add_prefix_space=true" in line for line in result.report)
     _, _, folder = build(tmp_path, "classifier")
     with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
         json.dump(dict(hub.ROBERTA_TOKENIZER_CONFIG, mask_token="[MASK]"), f)

@@ -81,7 +81,7 @@ def import_snapshot(hf_dir, output_dir):
     report = list(snap.report)
     table = snap.hub_names
     vocab_files, vocab_source, do_lower_case, notes, warnings = tokenizer_files.snapshot_tokenizer(
-        hf_dir, table.TOKENIZER_FILES, table.SPECIAL_TOKENS)
+        hf_dir, table.TOKENIZER_FILES, table.SPECIAL_TOKENS, table.read_tokenizer_json)
     if do_lower_case is None:
         do_lower_case = True
         notes.append("do_lower_case=True (no tokenizer_config.json or tokenizer.json says; the "

@@ -92,6 +92,9 @@ _TABLE_DEFAULTS = {
     "VOCAB_FILE": "vocab.txt",
     "VOCAB_FILES_BESIDE": ("vocab.txt",),
     "read_vocab": load_vocab,
+    # Byte-level BPE: a snapshot's tokenizer.json -> (vocab, merges, settings), for snapshots
+    # without vocab.json and merges.txt (bert_tf.hf.tokenizer_files.snapshot_bpe).
+    "read_tokenizer_json": None,
 }
 
 

@@ -315,59 +315,13 @@ VOCAB_JSON = "vocab.json"
 MERGES_TXT = "merges.txt"
 # The first line GPT-2's and RoBERTa's merges.txt carry (readers skip it).
 MERGES_HEADER = "#version: 0.2\n"
-# tokenizer.json BPE options that byte-level BPE (GPT-2's, RoBERTa's) leaves unset.
-_BPE_UNSET = ("continuing_subword_prefix", "end_of_word_suffix", "dropout")
 
 
-def _bpe_pre_tokenizer_is_byte_level(pre_tokenizer):
-    if not isinstance(pre_tokenizer, dict):
-        return False
-    if pre_tokenizer.get("type") == "ByteLevel":
-        return True
-    parts = pre_tokenizer.get("pretokenizers") if pre_tokenizer.get("type") == "Sequence" else None
-    return isinstance(parts, list) and any(_bpe_pre_tokenizer_is_byte_level(p) for p in parts)
-
-
-def bpe_files_from_tokenizer_json(path):
-    """(vocab.json bytes, merges.txt bytes) of `tokenizer.json`'s byte-level BPE model: its vocab
-    as a JSON object, its merges (`"a b"` strings or `["a", "b"]` pairs) one a line after
-    GPT-2's header. Another model, pre-tokenizer or BPE option is refused."""
-    path = os.fspath(path)
-    data = read_json(path)
-    model = data.get("model")
-    kind = model.get("type") if isinstance(model, dict) else None
-    if kind != "BPE":
-        raise HubError(f"{path}: model type {kind!r}, expected BPE (RoBERTa's byte-level BPE)")
-    if not _bpe_pre_tokenizer_is_byte_level(data.get("pre_tokenizer")):
-        raise HubError(f"{path}: pre_tokenizer is not ByteLevel: not a byte-level BPE like "
-                       "RoBERTa's")
-    for key in _BPE_UNSET:
-        if model.get(key):
-            raise HubError(f"{path}: model.{key}={model[key]!r}; byte-level BPE has none")
-    if model.get("byte_fallback"):
-        raise HubError(f"{path}: model.byte_fallback=true; byte-level BPE has none")
-    vocab = model.get("vocab")
-    if not isinstance(vocab, dict) or not vocab:
-        raise HubError(f"{path}: model.vocab is not a non-empty {{token: id}} object")
-    merges = model.get("merges")
-    if not isinstance(merges, list):
-        raise HubError(f"{path}: model.merges is not a list")
-    lines = []
-    for index, merge in enumerate(merges):
-        pair = merge.split(" ") if isinstance(merge, str) else merge
-        if (not isinstance(pair, list) or len(pair) != 2
-                or not all(isinstance(p, str) and p and " " not in p and "\n" not in p
-                           for p in pair)):
-            raise HubError(f"{path}: model.merges[{index}] is {merge!r}, expected two tokens "
-                           "without spaces")
-        lines.append(f"{pair[0]} {pair[1]}\n")
-    vocab_bytes = json.dumps(vocab, ensure_ascii=False).encode("utf-8")
-    return vocab_bytes, (MERGES_HEADER + "".join(lines)).encode("utf-8")
-
-
-def snapshot_bpe(hf_dir):
-    """({vocab.json: bytes, merges.txt: bytes}, source) of a snapshot: its two files byte for
-    byte, else tokenizer.json's BPE model written as them."""
+def snapshot_bpe(hf_dir, read_tokenizer_json):
+    """({vocab.json: bytes, merges.txt: bytes}, source, warnings) of a snapshot: its two files
+    byte for byte, else its tokenizer.json (as Transformers 5 saves a snapshot) read by the
+    family's `read_tokenizer_json(path)` -> (vocab {token: id}, merges [(left, right)],
+    settings), which refuses what its tokenizer does not compute, written as the two files."""
     paths = {name: os.path.join(hf_dir, name) for name in (VOCAB_JSON, MERGES_TXT)}
     present = [name for name, path in paths.items() if os.path.isfile(path)]
     if len(present) == 2:
@@ -375,18 +329,28 @@ def snapshot_bpe(hf_dir):
         for name, path in paths.items():
             with open(path, "rb") as f:
                 files[name] = f.read()
-        return files, f"{paths[VOCAB_JSON]}, {paths[MERGES_TXT]}"
+        return files, f"{paths[VOCAB_JSON]}, {paths[MERGES_TXT]}", []
     json_path = os.path.join(hf_dir, TOKENIZER_JSON)
     if os.path.isfile(json_path):
-        vocab_bytes, merges_bytes = bpe_files_from_tokenizer_json(json_path)
-        return ({VOCAB_JSON: vocab_bytes, MERGES_TXT: merges_bytes},
-                f"{json_path} (model.vocab, model.merges)")
+        vocab, merges, settings = read_tokenizer_json(json_path)
+        warnings = []
+        if settings.get("add_prefix_space"):
+            warnings.append(f"{json_path}: pre_tokenizer.add_prefix_space=true: "
+                            + _PREFIX_SPACE_WARNING)
+        files = {VOCAB_JSON: (json.dumps(vocab, ensure_ascii=False) + "\n").encode("utf-8"),
+                 MERGES_TXT: (MERGES_HEADER + "".join(f"{a} {b}\n" for a, b in merges)
+                              ).encode("utf-8")}
+        return files, f"{json_path} (model.vocab, model.merges)", warnings
     if present:
         missing = MERGES_TXT if present == [VOCAB_JSON] else VOCAB_JSON
         raise HubError(f"{hf_dir}: {present[0]} without {missing} (and no {TOKENIZER_JSON}): "
                        "byte-level BPE needs both")
     raise HubError(f"{hf_dir}: no {VOCAB_JSON} + {MERGES_TXT} and no {TOKENIZER_JSON}: the "
                    "snapshot has no vocabulary")
+
+
+_PREFIX_SPACE_WARNING = ("the scripts tokenize as RoBERTa was pretrained, without a space "
+                         "before the first word")
 
 
 def _token_content(value):
@@ -422,8 +386,7 @@ def read_bpe_settings(folder, special_tokens):
             warnings.append(f"{path}: do_lower_case=True: Transformers' RobertaTokenizer does not "
                             "lower-case, nor does ours")
         if data.get("add_prefix_space") is True:
-            warnings.append(f"{path}: add_prefix_space=True: the scripts tokenize as RoBERTa was "
-                            "pretrained, without a space before the first word")
+            warnings.append(f"{path}: add_prefix_space=True: {_PREFIX_SPACE_WARNING}")
     return False, notes, warnings
 
 
@@ -464,9 +427,10 @@ FILES = {"wordpiece": (VOCAB_FILE,), "sentencepiece": (SPIECE_MODEL,),
          "bpe": (VOCAB_JSON, MERGES_TXT)}
 
 
-def snapshot_tokenizer(hf_dir, kind, special_tokens):
+def snapshot_tokenizer(hf_dir, kind, special_tokens, read_tokenizer_json=None):
     """What an import takes from a snapshot's tokenizer files, for a family whose Hub table says
-    `kind` ("wordpiece", "sentencepiece" or "bpe").
+    `kind` ("wordpiece", "sentencepiece" or "bpe"; "bpe" reads a tokenizer.json with the
+    family's `read_tokenizer_json`, see `snapshot_bpe`).
 
     Returns:
       ({file name: bytes} of the Google folder's vocabulary files (`FILES[kind]`: vocab.txt,
@@ -477,8 +441,9 @@ def snapshot_tokenizer(hf_dir, kind, special_tokens):
         data, source = snapshot_sentencepiece(hf_dir)
         return ({SPIECE_MODEL: data}, source, *read_sentencepiece_settings(hf_dir))
     if kind == "bpe":
-        files, source = snapshot_bpe(hf_dir)
-        return (files, source, *read_bpe_settings(hf_dir, special_tokens))
+        files, source, warnings = snapshot_bpe(hf_dir, read_tokenizer_json)
+        do_lower_case, notes, more = read_bpe_settings(hf_dir, special_tokens)
+        return files, source, do_lower_case, notes, warnings + more
     data, source = snapshot_vocab(hf_dir, special_tokens)
     return ({VOCAB_FILE: data}, source, *read_settings(hf_dir))
 

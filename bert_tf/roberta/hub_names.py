@@ -44,6 +44,7 @@ SPECIAL_TOKENS = tokenization.SPECIAL_TOKENS
 VOCAB_FILE = tokenization.VOCAB_FILE
 VOCAB_FILES_BESIDE = (tokenization.VOCAB_FILE,)
 MERGES_FILE = tokenization.MERGES_FILE
+read_tokenizer_json = tokenization.read_tokenizer_json
 # Transformers' RobertaConfig has no position_embedding_type (always absolute).
 HUB_CONFIG = {}
 PRETRAINING_HEADS = ("mlm",)
