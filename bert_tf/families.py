@@ -24,6 +24,7 @@ PACKAGES = {
     "bert": "bert_tf.bert",
     "electra": "bert_tf.electra",
     "albert": "bert_tf.albert",
+    "roberta": "bert_tf.roberta",
 }
 # Config keys that name a family when a config has no `model_type`: Google's albert_config.json
 # has none (nor the original's AlbertConfig), but only ALBERT's configs hold these.

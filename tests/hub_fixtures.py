@@ -71,22 +71,10 @@ def _drawers(rng, out, old_layer_norm_names=False):
     return mat, linear, norm
 
 
-def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_names=False,
-                   buffers=False, tied_decoder=False, pooler=None):
-    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
-    (`pooler` False: a BertModel made with add_pooling_layer=False)."""
-    arch = config["architectures"][0]
-    rng = np.random.default_rng(seed)
+def _draw_bert_encoder(config, prefix, buffers, out, mat, linear, norm):
+    """BERT's embeddings and layers under Transformers' names (RoBERTa's are the same)."""
     h, i_size = config["hidden_size"], config["intermediate_size"]
     v, p, t = config["vocab_size"], config["max_position_embeddings"], config["type_vocab_size"]
-    if prefix is None:
-        prefix = "" if arch == "BertModel" else "bert."
-    out = {}
-    mat, linear, draw_norm = _drawers(rng, out, old_layer_norm_names)
-
-    def norm(name):
-        draw_norm(name, h)
-
     e = prefix + "embeddings."
     out[e + "word_embeddings.weight"] = mat(v, h)
     out[e + "position_embeddings.weight"] = mat(p, h)
@@ -103,6 +91,25 @@ def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_nam
         linear(base + "intermediate.dense", i_size, h)
         linear(base + "output.dense", h, i_size)
         norm(base + "output.LayerNorm")
+
+
+def hub_state_dict(config, seed=0, num_labels=3, prefix=None, old_layer_norm_names=False,
+                   buffers=False, tied_decoder=False, pooler=None):
+    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
+    (`pooler` False: a BertModel made with add_pooling_layer=False)."""
+    arch = config["architectures"][0]
+    rng = np.random.default_rng(seed)
+    h, v = config["hidden_size"], config["vocab_size"]
+    if prefix is None:
+        prefix = "" if arch == "BertModel" else "bert."
+    out = {}
+    mat, linear, draw_norm = _drawers(rng, out, old_layer_norm_names)
+
+    def norm(name):
+        draw_norm(name, h)
+
+    e = prefix + "embeddings."
+    _draw_bert_encoder(config, prefix, buffers, out, mat, linear, norm)
     if arch not in NO_POOLER if pooler is None else pooler:
         linear(prefix + "pooler.dense", h, h)
     heads = HEADS[arch]
@@ -327,6 +334,17 @@ def _arithmetic(config, w, attention_mask):
     return lin, ln, embed, attend
 
 
+def _bert_layers(config, x, lin, ln, attend, act):
+    """BERT's (and RoBERTa's) post-LN layers on the embeddings x [B, S, H]."""
+    for layer in range(config["num_hidden_layers"]):
+        base = f"encoder.layer.{layer}."
+        context = attend(x, base + "attention.self.")
+        x = ln(lin(context, base + "attention.output.dense") + x, base + "attention.output.LayerNorm")
+        inner = act(lin(x, base + "intermediate.dense"))
+        x = ln(lin(inner, base + "output.dense") + x, base + "output.LayerNorm")
+    return x
+
+
 def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask):
     """Transformers' forward in float64: dict of `sequence_output` [B, S, H], `pooled_output`
     [B, H] (when the class has a pooler) and the heads' logits (`mlm_logits` [B, S, V],
@@ -339,13 +357,7 @@ def reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask
         w[name.removeprefix("bert.")] = np.asarray(value, np.float64)
     act = ACTIVATIONS[config["hidden_act"]]
     lin, ln, embed, attend = _arithmetic(config, w, attention_mask)
-    x = embed(input_ids, token_type_ids)
-    for layer in range(config["num_hidden_layers"]):
-        base = f"encoder.layer.{layer}."
-        context = attend(x, base + "attention.self.")
-        x = ln(lin(context, base + "attention.output.dense") + x, base + "attention.output.LayerNorm")
-        inner = act(lin(x, base + "intermediate.dense"))
-        x = ln(lin(inner, base + "output.dense") + x, base + "output.LayerNorm")
+    x = _bert_layers(config, embed(input_ids, token_type_ids), lin, ln, attend, act)
     return _with_heads(x, w, HEADS[arch], arch == "BertForSequenceClassification", lin, ln, act,
                        pooler="pooler.dense", mlm="cls.predictions.transform.",
                        mlm_bias="cls.predictions.bias", pair=("nsp", "cls.seq_relationship"))
@@ -487,3 +499,155 @@ def albert_reference_outputs(config, tensors, input_ids, token_type_ids, attenti
     return _with_heads(x, w, ALBERT_HEADS[arch], arch == "AlbertForSequenceClassification", lin,
                        ln, act, pooler="pooler", mlm="predictions.", mlm_bias="predictions.bias",
                        pair=("sop", "sop_classifier.classifier"))
+
+
+# --- RoBERTa --------------------------------------------------------------------------------
+
+# The byte-level BPE vocabulary committed for RoBERTa's tokenizer tests (fairseq's layout:
+# <s> 0, <pad> 1, </s> 2, <unk> 3, ..., <mask> last); a config of pad_token_id 0 gets it with
+# <s> and <pad> swapped (`roberta_vocab`).
+ROBERTA_TOKENIZER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                     "roberta_tokenizer")
+ROBERTA_VOCAB_SIZE = 1036
+ROBERTA_TOKENIZER_CONFIG = {"tokenizer_class": "RobertaTokenizer", "add_prefix_space": False,
+                            "errors": "replace", "trim_offsets": True}
+ROBERTA_HEADS = {
+    "RobertaModel": (),
+    "RobertaForMaskedLM": ("mlm",),
+    "RobertaForSequenceClassification": ("classifier",),
+    "RobertaForQuestionAnswering": ("qa",),
+    "RobertaForTokenClassification": ("tagging",),
+}
+
+
+def roberta_vocab(pad_token_id=1):
+    """{token: id} of the committed vocab.json, <pad> at `pad_token_id` (1 or 0)."""
+    with open(os.path.join(ROBERTA_TOKENIZER_DIR, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    if pad_token_id == 0:
+        vocab["<s>"], vocab["<pad>"] = vocab["<pad>"], vocab["<s>"]
+    return dict(sorted(vocab.items(), key=lambda item: item[1]))
+
+
+def roberta_merges():
+    """The committed merges.txt's merges, "a b" strings in rank order."""
+    with open(os.path.join(ROBERTA_TOKENIZER_DIR, "merges.txt"), encoding="utf-8") as f:
+        return [line for line in f.read().split("\n")[1:] if line]
+
+
+def roberta_hub_config(architecture, **overrides):
+    """config.json of a small RoBERTa: H=16, 2 layers, 14 positions (12 usable with pad id 1),
+    type_vocab_size 1, epsilon 1e-5, the exact GELU."""
+    config = dict(
+        architectures=[architecture], model_type="roberta", vocab_size=ROBERTA_VOCAB_SIZE,
+        hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=24,
+        hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+        max_position_embeddings=14, type_vocab_size=1, initializer_range=0.02,
+        layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+    )
+    config.update(overrides)
+    return config
+
+
+def roberta_state_dict(config, seed=0, num_labels=3, prefix=None, buffers=False,
+                       tied_decoder=False, pooler=None):
+    """{name: float32 array} as Transformers' `state_dict()` of config["architectures"][0]
+    (every weight drawn, the token-type and padding rows too; `pooler` False: a RobertaModel
+    made with add_pooling_layer=False, as sentence-transformers folders have it)."""
+    arch = config["architectures"][0]
+    rng = np.random.default_rng(seed)
+    h, v = config["hidden_size"], config["vocab_size"]
+    if prefix is None:
+        prefix = "" if arch == "RobertaModel" else "roberta."
+    out = {}
+    mat, linear, draw_norm = _drawers(rng, out)
+
+    def norm(name):
+        draw_norm(name, h)
+
+    _draw_bert_encoder(config, prefix, buffers, out, mat, linear, norm)
+    if arch == "RobertaModel" if pooler is None else pooler:
+        linear(prefix + "pooler.dense", h, h)
+    heads = ROBERTA_HEADS[arch]
+    if "mlm" in heads:
+        linear("lm_head.dense", h, h)
+        norm("lm_head.layer_norm")
+        out["lm_head.bias"] = mat(v)
+        if tied_decoder:
+            out["lm_head.decoder.weight"] = out[prefix + "embeddings.word_embeddings.weight"].copy()
+            out["lm_head.decoder.bias"] = out["lm_head.bias"].copy()
+    if "classifier" in heads:
+        linear("classifier.dense", h, h)
+        linear("classifier.out_proj", num_labels, h)
+    if "tagging" in heads:
+        linear("classifier", num_labels, h)
+    if "qa" in heads:
+        linear("qa_outputs", 2, h)
+    return out
+
+
+def write_roberta_snapshot(folder, config, tensors, weights="safetensors", tokenizer="files",
+                           tokenizer_config=None):
+    """A RoBERTa snapshot: `write_snapshot`'s weights and config.json, and the tokenizer as
+    vocab.json + merges.txt (`tokenizer` "files") or tokenizer.json's BPE model ("json")."""
+    write_snapshot(folder, config, tensors, weights=weights, tokenizer=(),
+                   tokenizer_config=tokenizer_config or ROBERTA_TOKENIZER_CONFIG)
+    vocab = roberta_vocab(config.get("pad_token_id", 1))
+    merges = roberta_merges()
+    if tokenizer == "files":
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n" + "".join(m + "\n" for m in merges))
+    else:
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump({
+                "version": "1.0", "normalizer": None,
+                "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                                  "trim_offsets": True, "use_regex": True},
+                "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                          "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                          "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                          "vocab": vocab, "merges": [m.split(" ") for m in merges]},
+            }, f, ensure_ascii=False)
+    return folder
+
+
+def roberta_positions(input_ids, pad_token_id):
+    """Transformers' create_position_ids_from_input_ids: cumsum(ids != pad) * (ids != pad) +
+    pad."""
+    mask = (input_ids != pad_token_id).astype(np.int64)
+    return np.cumsum(mask, axis=1) * mask + pad_token_id
+
+
+def roberta_reference_outputs(config, tensors, input_ids, token_type_ids, attention_mask):
+    """Transformers' RoBERTa forward in float64: `sequence_output`, `pooled_output` (with a
+    pooler), `mlm_logits` [B, S, V] (lm_head: dense, exact GELU, layer_norm, tied decoder),
+    `logits` ([B, C]: classifier.dense, tanh, out_proj on <s>; or [B, S, C] for tagging),
+    `start_logits`/`end_logits`."""
+    arch = config["architectures"][0]
+    w = {name.removeprefix("roberta."): np.asarray(value, np.float64)
+         for name, value in tensors.items()}
+    act = ACTIVATIONS[config.get("hidden_act", "gelu")]
+    lin, ln, _, attend = _arithmetic(config, w, attention_mask)
+    positions = roberta_positions(input_ids, config.get("pad_token_id", 1))
+    x = ln(w["embeddings.word_embeddings.weight"][input_ids]
+           + w["embeddings.token_type_embeddings.weight"][token_type_ids]
+           + w["embeddings.position_embeddings.weight"][positions], "embeddings.LayerNorm")
+    x = _bert_layers(config, x, lin, ln, attend, act)
+    out = {"sequence_output": x}
+    heads = ROBERTA_HEADS[arch]
+    if "pooler.dense.weight" in w:
+        out["pooled_output"] = np.tanh(lin(x[:, 0], "pooler.dense"))
+    if "mlm" in heads:
+        y = ln(ACTIVATIONS["gelu"](lin(x, "lm_head.dense")), "lm_head.layer_norm")
+        out["mlm_logits"] = y @ w["embeddings.word_embeddings.weight"].T + w["lm_head.bias"]
+    if "classifier" in heads:
+        out["pooled_output"] = np.tanh(lin(x[:, 0], "classifier.dense"))
+        out["logits"] = lin(out["pooled_output"], "classifier.out_proj")
+    if "tagging" in heads:
+        out["logits"] = lin(x, "classifier")
+    if "qa" in heads:
+        logits = lin(x, "qa_outputs")
+        out["start_logits"], out["end_logits"] = logits[..., 0], logits[..., 1]
+    return out

@@ -156,7 +156,9 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
     assert (tmp_path / "back/vocab.txt").read_bytes() == (tmp_path / "google/vocab.txt").read_bytes()
 
 
-def _random_model(kind, config):
+def random_model(kind, config):
+    """A model of `kind` (pretraining, encoder or a fine-tuning head) for `config`, every
+    weight drawn (normal 0.5, seed 1)."""
     if kind == "pretraining":
         pretraining = {"albert": AlbertPretrainingModel}.get(config.model_type,
                                                              BertPretrainingModel)
@@ -182,7 +184,7 @@ def test_import_of_export_gives_the_checkpoint_back(tmp_path, kind, act, eps):
     if eps is not None:
         overrides["layer_norm_eps"] = eps
     config = BertConfig.from_dict(tiny_config_dict(**overrides))
-    model = _random_model(kind, config)
+    model = random_model(kind, config)
     run_dir = tmp_path / "run"
     prefix = save_original_checkpoint(
         model, run_dir / "model.ckpt-7", global_step=7,
@@ -479,9 +481,10 @@ def test_half_precision_weights_are_widened_exactly(tmp_path):
 
 
 @pytest.mark.parametrize("key,value,fragment", [
-    ("model_type", "roberta", "model_type 'roberta' is not a BERT/ALBERT checkpoint"),
+    ("model_type", "distilbert", "model_type 'distilbert' has no Hugging Face Hub names here "
+                                 "(only model_type 'bert', 'albert', 'roberta' convert"),
     # A family of bert_tf without a Hub name table (no hub_names module) is refused too.
-    ("model_type", "electra", "model_type 'electra' is not a BERT/ALBERT checkpoint"),
+    ("model_type", "electra", "model_type 'electra' has no Hugging Face Hub names here"),
     ("position_embedding_type", "relative_key", "position_embedding_type 'relative_key'"),
     ("hidden_act", "silu", "hidden_act 'silu' has no equivalent"),
     ("architectures", ["BertForMultipleChoice"], "architectures ['BertForMultipleChoice']"),
@@ -612,10 +615,10 @@ def test_cli_flags_of_the_other_verb_are_refused_in_one_line(tmp_path):
 
 
 def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
-    """BERT's (and ALBERT's) table is its package's hub_names module; ELECTRA has none, so
-    exporting an ELECTRA checkpoint is refused in one line naming the config file."""
+    """BERT's (ALBERT's, RoBERTa's) table is its package's hub_names module; ELECTRA has none,
+    so exporting an ELECTRA checkpoint is refused in one line naming the config file."""
     assert families.hub_names("bert") is hub_names
-    assert families.hub_names("electra") is None and families.hub_names("roberta") is None
+    assert families.hub_names("electra") is None and families.hub_names("xlnet") is None
     config = BertConfig.from_dict(dict(
         vocab_size=len(hub.VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=24, hidden_act="gelu", hidden_dropout_prob=0.1,
@@ -626,7 +629,8 @@ def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(hub.VOCAB) + "\n")
     with pytest.raises(HubError, match=r"bert_config.json: model_type 'electra' has no Hugging "
-                                       r"Face Hub names here \(only BERT's and ALBERT's convert\)"):
+                                       r"Face Hub names here \(only model_type 'bert', 'albert', "
+                                       r"'roberta' convert\)"):
         export_checkpoint(str(folder), str(folder / "bert_config.json"), str(vocab),
                           str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
@@ -833,7 +837,7 @@ def test_albert_import_of_export_gives_the_checkpoint_back(tmp_path, kind):
         num_hidden_layers=3, num_hidden_groups=2, inner_group_num=2, num_attention_heads=4,
         intermediate_size=24, max_position_embeddings=20,
         hidden_act={"classifier": "gelu_exact", "squad": "relu"}.get(kind, "gelu")))
-    model = _random_model(kind, config)
+    model = random_model(kind, config)
     run_dir = tmp_path / "run"
     prefix = save_original_checkpoint(model, run_dir / "model.ckpt-7", global_step=7)
     shutil.copy(hub.ALBERT_SPM, run_dir / "30k-clean.model")

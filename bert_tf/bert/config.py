@@ -56,6 +56,8 @@ class BertConfig:
 
     # The families whose configs this class describes (a subclass names its own).
     MODEL_TYPES = ("bert", "electra")
+    # The LayerNorm epsilon of a config without `layer_norm_eps` (a family may have another).
+    default_layer_norm_eps = DEFAULT_LAYER_NORM_EPS
 
     def __init__(
         self,
@@ -87,7 +89,7 @@ class BertConfig:
         self._extra_keys = list(extra)
         for key, value in extra.items():
             setattr(self, key, value)
-        self.layer_norm_eps = extra.get("layer_norm_eps", DEFAULT_LAYER_NORM_EPS)
+        self.layer_norm_eps = extra.get("layer_norm_eps", self.default_layer_norm_eps)
         # ELECTRA's hparams write null for "the hidden size".
         embedding_size = extra.get("embedding_size")
         self.embedding_size = hidden_size if embedding_size is None else embedding_size
@@ -129,6 +131,18 @@ class BertConfig:
     @property
     def attention_head_size(self):
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def max_sequence_length(self):
+        """The longest sequence the encoder takes: max_position_embeddings (a family whose
+        positions do not start at 0, RoBERTa, takes fewer)."""
+        return self.max_position_embeddings
+
+    @property
+    def mlm_hidden_act(self):
+        """The activation of the masked-LM head's transform: hidden_act, as the original's
+        run_pretraining.py (RoBERTa's lm_head always takes the exact GELU)."""
+        return self.hidden_act
 
     @property
     def num_encoder_outputs(self):

@@ -27,7 +27,8 @@ class BertModel(keras.Model):
 
     Class attributes: `model_type`, the family whose configs it takes; `scope`, its checkpoint
     scope (`bert/...`); `has_pooler`. A family whose transformer differs (ALBERT's shared
-    blocks) overrides `_embeddings_project` and `_transformer`.
+    blocks) overrides `_embeddings_project` and `_transformer`; one whose positions differ
+    (RoBERTa's, from the mask) overrides `_position_ids`.
 
     Args:
       config: a config (or its dict) of model_type `model_type`.
@@ -97,6 +98,11 @@ class BertModel(keras.Model):
             name="encoder",
         )
 
+    def _position_ids(self, inputs):
+        """The rows of the position table the tokens of `inputs` take, int [B, S], or None for
+        the original's 0, 1, ..., S - 1 in every sequence."""
+        return None
+
     def build(self, input_shape=None):
         if not self.embeddings.built:
             self.embeddings.build()
@@ -123,7 +129,8 @@ class BertModel(keras.Model):
     def call(self, inputs, training=False):
         check_inputs(inputs, ENCODER_INPUTS, type(self).__name__)
         embedding_output = self.embeddings(
-            inputs["input_ids"], inputs["segment_ids"], training=training
+            inputs["input_ids"], inputs["segment_ids"], position_ids=self._position_ids(inputs),
+            training=training
         )
         if self.embeddings_project is not None:
             embedding_output = self.embeddings_project(embedding_output)

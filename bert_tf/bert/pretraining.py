@@ -34,7 +34,7 @@ class BertPretrainingModel(keras.Model):
         self.config = config
         self.bert = families.build_encoder(config, name="bert")
         self.masked_lm = MaskedLMHead(
-            config.vocab_size, config.hidden_size, config.hidden_act, config.initializer_range,
+            config.vocab_size, config.hidden_size, config.mlm_hidden_act, config.initializer_range,
             layer_norm_eps=config.layer_norm_eps, embedding_size=config.embedding_size,
             name="predictions",
         )

@@ -4,6 +4,7 @@
     python -m bert_tf.hf export --checkpoint=CKPT --bert_config_file=bert_config.json \\
         --vocab_file=vocab.txt [--do_lower_case=true] --output_dir=HUB_FOLDER \\
         [--task=pretraining|classifier|squad|tagging|encoder]
+        (RoBERTa: --vocab_file=vocab.json --merges_file=merges.txt)
 
 Prints what was mapped, left out (and why) and written; an error is one line on stderr and
 exit code 1, with nothing written.
@@ -21,8 +22,8 @@ from bert_tf.hf.names import EXPORT_TASKS  # noqa: E402 (pure Python: no TensorF
 _VERBS = ("import", "export")
 _FLAGS_OF = {
     "import": ("hf_dir", "output_dir"),
-    "export": ("checkpoint", "bert_config_file", "vocab_file", "do_lower_case", "output_dir",
-               "task"),
+    "export": ("checkpoint", "bert_config_file", "vocab_file", "merges_file", "do_lower_case",
+               "output_dir", "task"),
 }
 
 
@@ -35,8 +36,13 @@ def _define_flags():
                         "export: the bert_config.json or albert_config.json (default: the one "
                         "beside the checkpoint).")
     flags.DEFINE_string("vocab_file", None,
-                        "export: the vocab.txt, or ALBERT's SentencePiece model (default: "
-                        "vocab.txt, spiece.model or 30k-clean.model beside the checkpoint).")
+                        "export: the vocab.txt, ALBERT's SentencePiece model or RoBERTa's "
+                        "vocab.json (default: "
+                        "vocab.txt, spiece.model or 30k-clean.model beside the checkpoint; "
+                        "RoBERTa's vocab.json).")
+    flags.DEFINE_string("merges_file", None,
+                        "export: RoBERTa's merges.txt (default: the one beside --vocab_file, "
+                        "else beside the checkpoint).")
     flags.DEFINE_bool("do_lower_case", None,
                       "export: the tokenizer's casing (default: the tokenizer_config.json beside "
                       "the checkpoint or vocab, else a released model's folder name, else True).")
@@ -52,7 +58,7 @@ def main(argv):
         return 2
     verb = argv[1]
     given = [name for name in ("hf_dir", "checkpoint", "bert_config_file", "vocab_file",
-                               "do_lower_case", "task") if FLAGS[name].present]
+                               "merges_file", "do_lower_case", "task") if FLAGS[name].present]
     wrong = [name for name in given if name not in _FLAGS_OF[verb]]
     missing = [name for name in ("hf_dir", "output_dir") if verb == "import"
                and not FLAGS[name].value]
@@ -77,7 +83,8 @@ def main(argv):
             result = export_checkpoint(
                 FLAGS.checkpoint,
                 FLAGS.bert_config_file, FLAGS.vocab_file,
-                FLAGS.output_dir, do_lower_case=FLAGS.do_lower_case, task=FLAGS.task)
+                FLAGS.output_dir, do_lower_case=FLAGS.do_lower_case, task=FLAGS.task,
+                merges_file=FLAGS.merges_file)
     except (HubError, CheckpointError, ConfigError, VocabError) as e:
         print(f"bert_tf.hf {verb}: error: {e}", file=sys.stderr)
         return 1

@@ -69,7 +69,8 @@ def import_snapshot(hf_dir, output_dir):
 
     `output_dir` gets `bert_model.ckpt.{index,data-00000-of-00001}` (the original names;
     heads under their original scopes), `bert_config.json`, `vocab.txt` (ALBERT:
-    `model.ckpt-best.*`, `albert_config.json`, `spiece.model`: the family's table names them),
+    `model.ckpt-best.*`, `albert_config.json`, `spiece.model`; RoBERTa: `vocab.json` and
+    `merges.txt`: the family's table names them),
     and, read by from_pretrained and export but by no original script: `tokenizer_config.json`
     (do_lower_case), `task.json` (a classifier's or tagger's labels, as run_classifier.py /
     run_tagging.py write it) and `hf_import.json` (the source, the tensors generated).
@@ -79,8 +80,8 @@ def import_snapshot(hf_dir, output_dir):
     snap = snapshot.read_snapshot(hf_dir)
     report = list(snap.report)
     table = snap.hub_names
-    vocab_bytes, vocab_source, do_lower_case, notes, warnings = tokenizer_files.snapshot_tokenizer(
-        hf_dir, table.TOKENIZER_FILES, table.SPECIAL_TOKENS)
+    vocab_files, vocab_source, do_lower_case, notes, warnings = tokenizer_files.snapshot_tokenizer(
+        hf_dir, table.TOKENIZER_FILES, table.SPECIAL_TOKENS, table.read_tokenizer_json)
     if do_lower_case is None:
         do_lower_case = True
         notes.append("do_lower_case=True (no tokenizer_config.json or tokenizer.json says; the "
@@ -91,13 +92,13 @@ def import_snapshot(hf_dir, output_dir):
     config = table.CONFIG.from_dict(snap.bert_config, source=os.path.join(hf_dir, "config.json"))
     checkpoint_name = table.CHECKPOINT_NAME
     with _staged_output(output_dir) as tmp:
-        vocab_path = os.path.join(tmp, table.VOCAB_FILE)
-        with open(vocab_path, "wb") as f:
-            f.write(vocab_bytes)
-        vocab = table.read_vocab(vocab_path)
-        if len(vocab) > config.vocab_size:
-            raise HubError(f"{vocab_source}: {len(vocab)} tokens, more than vocab_size "
-                           f"{config.vocab_size} of config.json")
+        for name, data in vocab_files.items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+        # The vocabulary file first (RoBERTa's reader checks vocab.json with merges.txt).
+        vocab = table.read_vocab(*(os.path.join(tmp, name) for name in vocab_files))
+        _check_vocab_size(vocab, config, vocab_source, "config.json")
+        report += _pad_token_problem(config, vocab, table, vocab_source)
         bert = families.build_encoder(config)
         _assign(bert, snap.tensors)
         encoder_names = set(checkpoints.original_variable_map(bert))
@@ -112,14 +113,22 @@ def import_snapshot(hf_dir, output_dir):
         _, arch_heads, _ = table.ARCHITECTURES[snap.architecture]
         for head, task in (("classifier", "classifier:custom"), ("tagging", "tagging")):
             if head in arch_heads:
-                num_labels = len(heads[table.HEADS[head][1][1]])
+                bias = next(original for _, original, _, letters in table.HEADS[head]
+                            if letters == "C")
+                num_labels = len(heads[bias])
                 write_json(os.path.join(tmp, TASK_FILE),
                            {"task": task, "labels": snap.labels, "num_labels": num_labels})
         write_json(os.path.join(tmp, IMPORT_INFO_FILE), {
             "source": os.path.abspath(hf_dir), "architecture": snap.architecture,
             "generated": snap.generated})
-    report.append(f"wrote {output_dir}: {checkpoint_name}, {table.CONFIG_FILE}, "
-                  f"{table.VOCAB_FILE} (use --do_lower_case={str(do_lower_case).lower()})")
+    written = ", ".join(vocab_files)
+    if table.TOKENIZER_FILES == "bpe":
+        use = " ".join(f"--{'vocab' if name == table.VOCAB_FILE else 'merges'}_file="
+                       f"{os.path.join(output_dir, name)}" for name in vocab_files)
+    else:
+        use = f"--do_lower_case={str(do_lower_case).lower()}"
+    report.append(f"wrote {output_dir}: {checkpoint_name}, {table.CONFIG_FILE}, {written} "
+                  f"(use {use})")
     return Result(os.fspath(output_dir), report)
 
 
@@ -128,9 +137,9 @@ def _hub_table(config, source):
     config the two codes compute differently, is refused."""
     table = names.hub_table(config.model_type)
     if table is None:
-        bridged = [f"{n.upper()}'s" for n in names.bridged_families()]
+        bridged = ", ".join(repr(n) for n in names.bridged_families())
         raise HubError(f"{source}: model_type {config.model_type!r} has no Hugging Face Hub "
-                       f"names here (only {' and '.join(bridged)} convert)")
+                       f"names here (only model_type {bridged} convert)")
     problem = table.config_problem(config)
     if problem:
         raise HubError(f"{source}: {problem}")
@@ -188,6 +197,24 @@ def _hub_config(config, table, architecture, labels, num_labels, regression, pad
     return out
 
 
+def _check_vocab_size(vocab, config, vocab_source, config_source):
+    """Every id of `vocab` ({token: id}) must have a row of the word embeddings."""
+    top = max(vocab.values(), default=-1) + 1
+    if max(top, len(vocab)) > config.vocab_size:
+        raise HubError(f"{vocab_source}: {len(vocab)} tokens (ids up to {top - 1}), more than "
+                       f"vocab_size {config.vocab_size} of {config_source}")
+
+
+def _pad_token_problem(config, vocab, table, vocab_file):
+    """A warning line when the config's pad_token_id (RoBERTa's padding id and first position
+    - 1) is not the vocabulary's pad token, else none."""
+    pad_id, pad = getattr(config, "pad_token_id", None), table.SPECIAL_TOKENS.pad
+    if pad_id is None or vocab.get(pad, pad_id) == pad_id:
+        return []
+    return [f"warning: pad_token_id {pad_id} of the config is not the id of {pad} in "
+            f"{vocab_file} ({vocab[pad]}): Transformers takes tokens of id {pad_id} for padding"]
+
+
 def _beside(checkpoint, candidates, what):
     """The first of `candidates` (file names) in the folder of `checkpoint` (a prefix or a
     folder), for a flag that was not given."""
@@ -201,20 +228,23 @@ def _beside(checkpoint, candidates, what):
 
 
 def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_lower_case=None,
-                      task=None):
+                      task=None, merges_file=None):
     """Writes a Hub folder (`model.safetensors`, `config.json`, tokenizer files) from a
     checkpoint in the original names.
 
     Args:
       checkpoint: a prefix or a folder (as every script takes).
       bert_config_file, vocab_file: the model's files (vocab_file: ALBERT's SentencePiece
-        model); None = the one beside the checkpoint (bert_config.json or albert_config.json;
-        vocab.txt, or spiece.model / 30k-clean.model for ALBERT).
+        model, RoBERTa's vocab.json); None = the one beside the checkpoint (bert_config.json or
+        albert_config.json; vocab.txt, or spiece.model / 30k-clean.model for ALBERT, vocab.json
+        for RoBERTa).
       output_dir: the new folder.
       do_lower_case: None = the tokenizer_config.json beside the vocab or checkpoint (an
         import writes one), else a released model's folder name, else True.
       task: one of TASKS, or None = from the checkpoint's heads (a fine-tuning head, else the
         pretraining heads, else the bare encoder).
+      merges_file: RoBERTa's merges.txt; None = the one beside vocab_file, else beside the
+        checkpoint.
     Returns a `Result`. Raises HubError, CheckpointError, families.ConfigError, VocabError.
     """
     if task is not None and task not in TASKS:
@@ -225,19 +255,30 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     table = _hub_table(config, bert_config_file)
     if vocab_file is None:
         vocab_file = _beside(checkpoint, table.VOCAB_FILES_BESIDE, "--vocab_file")
+    tokenizer_paths = {tokenizer_files.FILES[table.TOKENIZER_FILES][0]: vocab_file}
+    if table.TOKENIZER_FILES == "bpe":
+        if merges_file is None:
+            beside_vocab = os.path.join(os.path.dirname(os.fspath(vocab_file)), table.MERGES_FILE)
+            merges_file = (beside_vocab if os.path.isfile(beside_vocab)
+                           else _beside(checkpoint, (table.MERGES_FILE,), "--merges_file"))
+        tokenizer_paths[tokenizer_files.MERGES_TXT] = merges_file
+    elif merges_file is not None:
+        raise HubError(f"--merges_file: {bert_config_file} is a {table.MODEL_TYPE} model, whose "
+                       "tokenizer has no merges")
     if config.hidden_act not in names.ACTIVATION_TO_HUB:
         raise HubError(f"{bert_config_file}: hidden_act {config.hidden_act!r} has no "
                        "Transformers name")
     prefix = checkpoints.resolve_checkpoint_path(checkpoint)
     directory = os.path.dirname(prefix)
-    vocab = table.read_vocab(vocab_file)
-    if len(vocab) > config.vocab_size:
-        raise HubError(f"{vocab_file}: {len(vocab)} tokens, more than vocab_size "
-                       f"{config.vocab_size} of {bert_config_file}")
+    vocab = table.read_vocab(*tokenizer_paths.values())
+    _check_vocab_size(vocab, config, vocab_file, bert_config_file)
     report = []
-    if do_lower_case is None:
+    if table.TOKENIZER_FILES == "bpe":
+        do_lower_case = False  # byte-level BPE has no casing option
+    elif do_lower_case is None:
         do_lower_case, how = tokenizer_files.resolve_do_lower_case(directory, vocab_file)
         report.append(f"tokenizer: {how}")
+    report += _pad_token_problem(config, vocab, table, vocab_file)
 
     bert = families.build_encoder(config)
     load_report = checkpoints.load_original_checkpoint(bert, prefix)
@@ -271,8 +312,10 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
             raise HubError(f"checkpoint {prefix}: {original} has shape "
                            f"{list(values[original].shape)}, expected {list(expected)}")
 
-    # A pooler the import generated was not in the snapshot: leave it out again.
-    pooler_out = generated >= {r[1] for r in table.POOLER}
+    # A pooler the import generated was not in the snapshot: leave it out again (unless the
+    # head holds it, RoBERTa's classifier: then it was trained with the head).
+    pooler_names = {r[1] for r in table.POOLER}
+    pooler_out = generated >= pooler_names and not pooler_names & {r[1] for r in head_rows}
     rows = table.rows_for(architecture, config, pooler=not pooler_out)
     tensors = {}
     for hub_name, original, transposed, _ in rows:
@@ -322,17 +365,18 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
         safetensors_io.write_file(os.path.join(tmp, snapshot.SAFETENSORS), tensors,
                                   metadata={"format": "pt"})
         write_json(os.path.join(tmp, snapshot.CONFIG_FILE), hub_config)
-        with open(vocab_file, "rb") as f:
-            vocab_bytes = f.read()
-        write = (tokenizer_files.write_hub_sentencepiece_files
-                 if table.TOKENIZER_FILES == "sentencepiece"
-                 else tokenizer_files.write_hub_tokenizer_files)
-        write(tmp, vocab_bytes, do_lower_case, config.max_position_embeddings,
-              table.TOKENIZER_CLASS, table.SPECIAL_TOKENS)
-    hub_vocab = (tokenizer_files.SPIECE_MODEL if table.TOKENIZER_FILES == "sentencepiece"
-                 else tokenizer_files.VOCAB_FILE)
-    report.append(f"wrote {output_dir}: model.safetensors, config.json, {hub_vocab}, "
-                  "tokenizer_config.json, special_tokens_map.json")
+        tokenizer_bytes = {}
+        for name, path in tokenizer_paths.items():
+            try:
+                with open(path, "rb") as f:
+                    tokenizer_bytes[name] = f.read()
+            except OSError as e:
+                raise HubError(f"{path}: cannot read ({e.strerror or e})") from None
+        tokenizer_files.write_hub_files(
+            table.TOKENIZER_FILES, tmp, tokenizer_bytes, do_lower_case,
+            config.max_sequence_length, table.TOKENIZER_CLASS, table.SPECIAL_TOKENS)
+    report.append(f"wrote {output_dir}: model.safetensors, config.json, "
+                  f"{', '.join(tokenizer_paths)}, tokenizer_config.json, special_tokens_map.json")
     return Result(os.fspath(output_dir), report)
 
 

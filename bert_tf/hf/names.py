@@ -82,8 +82,8 @@ _TABLE_DEFAULTS = {
     "CHECKPOINT_NAME": "bert_model.ckpt",
     # The head groups of the pretraining classes (masked LM first).
     "PRETRAINING_HEADS": ("mlm", "nsp"),
-    # The tokenizer files: "wordpiece" (vocab.txt / tokenizer.json) or "sentencepiece"
-    # (spiece.model), see bert_tf.hf.tokenizer_files.
+    # The tokenizer files: "wordpiece" (vocab.txt / tokenizer.json), "sentencepiece"
+    # (spiece.model) or "bpe" (vocab.json + merges.txt), see bert_tf.hf.tokenizer_files.
     "TOKENIZER_FILES": "wordpiece",
     # config.json keys an export writes beside CONFIG_KEYS.
     "HUB_CONFIG": {"position_embedding_type": "absolute"},
@@ -92,6 +92,9 @@ _TABLE_DEFAULTS = {
     "VOCAB_FILE": "vocab.txt",
     "VOCAB_FILES_BESIDE": ("vocab.txt",),
     "read_vocab": load_vocab,
+    # Byte-level BPE: a snapshot's tokenizer.json -> (vocab, merges, settings), for snapshots
+    # without vocab.json and merges.txt (bert_tf.hf.tokenizer_files.snapshot_bpe).
+    "read_tokenizer_json": None,
 }
 
 
@@ -132,13 +135,15 @@ class HubTable:
 
     def rows_for(self, architecture, config, pooler=None):
         """Every row of `architecture` with full Hub names (the encoder prefixed as the class
-        does); `pooler` None = as the class has one."""
+        does); `pooler` None = as the class has one. An encoder weight that a head's rows name
+        (RoBERTa's classifier.dense is the pooler) has the head's Hub name only."""
         prefix, heads, has_pooler = self.ARCHITECTURES[architecture]
+        head_rows = [row for head in heads for row in self.HEADS[head]]
+        in_heads = {original for _, original, _, _ in head_rows}
         rows = [(prefix + hub, original, t, letters) for hub, original, t, letters
-                in self.encoder_rows(config, has_pooler if pooler is None else pooler)]
-        for head in heads:
-            rows += list(self.HEADS[head])
-        return rows
+                in self.encoder_rows(config, has_pooler if pooler is None else pooler)
+                if original not in in_heads]
+        return rows + head_rows
 
     def implied_rows(self, config):
         implied = getattr(self.module, "implied_rows", None)

@@ -4,7 +4,7 @@
 original's architecture, an activation we compute), reads the weights (`model.safetensors`, shards listed by
 `model.safetensors.index.json`, `pytorch_model.bin` or its shards), maps every tensor through
 its family's table of Hub names (`bert_tf.families.hub_names`: BERT's `bert_tf.bert.hub_names`,
-ALBERT's `bert_tf.albert.hub_names`; read through `bert_tf.hf.names.HubTable`; shape checked against config.json, Linear weights
+ALBERT's `bert_tf.albert.hub_names`, RoBERTa's `bert_tf.roberta.hub_names`; read through `bert_tf.hf.names.HubTable`; shape checked against config.json, Linear weights
 transposed, float16/bfloat16 widened to float32 exactly) and says in one line why each tensor
 it does not map is left out. A tensor it cannot place is an error, never dropped silently.
 No TensorFlow here: NumPy only.
@@ -78,10 +78,9 @@ def _config(hf_dir, report):
     rows = names.hub_table(families.DEFAULT if model_type is None else model_type)
     if rows is None:
         bridged = names.bridged_families()
-        raise HubError(f"{path}: model_type {model_type!r} is not a "
-                       f"{'/'.join(n.upper() for n in bridged)} checkpoint (only model_type "
-                       f"{', '.join(repr(n) for n in bridged)} convert, even where tensor names "
-                       "look alike)")
+        raise HubError(f"{path}: model_type {model_type!r} has no Hugging Face Hub names here "
+                       f"(only model_type {', '.join(repr(n) for n in bridged)} convert, even "
+                       "where tensor names look alike)")
     position = hub.get("position_embedding_type", "absolute")
     if position != "absolute":
         raise HubError(f"{path}: position_embedding_type {position!r} has no equivalent in the "
@@ -104,7 +103,10 @@ def _config(hf_dir, report):
     report.append(f"config: hidden_act {act!r} (Transformers{'' if 'hidden_act' in hub else ' default'}) "
                   f"-> {config['hidden_act']!r}")
     eps = hub.get("layer_norm_eps", rows.DEFAULT_EPS)
-    if eps != rows.DEFAULT_EPS:
+    if "layer_norm_eps" not in hub:
+        report.append(f"config: layer_norm_eps not in {path}, Transformers' default {eps}")
+    # Written where our config's default differs (RoBERTa's is 1e-5, Transformers' 1e-12).
+    if eps != rows.CONFIG.default_layer_norm_eps:
         config["layer_norm_eps"] = eps
     try:
         config_object = rows.CONFIG.from_dict(config, source=path)
@@ -272,7 +274,7 @@ def read_snapshot(hf_dir):
     implied = {row[0]: row for row in table.implied_rows(config_object)}
     head_rows = {hub_name: (original, transposed, letters) for head in heads
                  for hub_name, original, transposed, letters in table.HEADS[head]}
-    tensors, used_prefixes = {}, set()
+    tensors, source_of, used_prefixes = {}, {}, set()
     left_out = []
     for key, (value, path, name) in by_name.items():
         bare = key.removeprefix(table.ENCODER_PREFIX)
@@ -293,9 +295,14 @@ def read_snapshot(hf_dir):
             raise HubError(f"{path}: tensor {name} is not a weight of {arch} (nor a buffer we "
                            "know): refusing to drop it")
         original, transposed, letters = rows[bare]
+        if original in tensors and len(used_prefixes) == 1:
+            # RoBERTa's classifier.dense is the pooler: a snapshot with both is not one model.
+            raise HubError(f"{path}: tensors {source_of[original]} and {name} are both "
+                           f"{original}: refusing to keep one of them")
         _check_shape(value, letters, sizes, path, name)
         value = _float32(value, path, name)
         tensors[original] = np.ascontiguousarray(value.T) if transposed else value
+        source_of[original] = name
     if len(used_prefixes) > 1:
         raise HubError(f"{hf_dir}: encoder tensors both with and without the "
                        f"'{table.ENCODER_PREFIX}' prefix")
@@ -317,9 +324,10 @@ def read_snapshot(hf_dir):
 
     generated = []
     expected_rows = table.rows_for(arch, config_object, pooler=True)
-    pooler_names = {original for _, original, _, _ in table.POOLER}
+    # The encoder's pooler may be absent (generated below); a head's rows are not.
+    pooler_rows = {prefix + hub for hub, _, _, _ in table.POOLER}
     missing = [hub_name for hub_name, original, _, _ in expected_rows
-               if original not in tensors and original not in pooler_names]
+               if original not in tensors and hub_name not in pooler_rows]
     if missing:
         raise HubError(f"{hf_dir}: {arch} tensors missing from the snapshot: "
                        f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")

@@ -1,6 +1,8 @@
-"""The tokenizer files of a Hub snapshot, read and written for the original's tokenizers:
-BERT's WordPiece (`vocab.txt`, `tokenizer.json`) and ALBERT's SentencePiece (`spiece.model`,
-at the end of this module). A family's Hub table says which (`TOKENIZER_FILES`).
+"""The tokenizer files of a Hub snapshot, read and written for the families' tokenizers:
+BERT's WordPiece (`vocab.txt`, `tokenizer.json`), ALBERT's SentencePiece (`spiece.model`) and
+RoBERTa's byte-level BPE (`vocab.json` + `merges.txt`, or `tokenizer.json`'s BPE model), the
+last two at the end of this module. A family's Hub table says which (`TOKENIZER_FILES`);
+`snapshot_tokenizer` and `write_hub_files` take that kind.
 
 The original tokenizer knows one setting, `do_lower_case` (lower-casing and accent stripping
 together, CJK ideographs always split, `##` continuations, an unknown token, words of up to 200
@@ -286,21 +288,6 @@ def read_sentencepiece_settings(folder):
     return do_lower_case, notes, warnings
 
 
-def snapshot_tokenizer(hf_dir, kind, special_tokens):
-    """What an import takes from a snapshot's tokenizer files, for a family whose Hub table says
-    `kind` ("wordpiece" or "sentencepiece").
-
-    Returns:
-      (the bytes of the Google folder's vocabulary file (vocab.txt or spiece.model), where they
-      came from, do_lower_case or None, notes, warnings).
-    """
-    if kind == "sentencepiece":
-        data, source = snapshot_sentencepiece(hf_dir)
-        return (data, source, *read_sentencepiece_settings(hf_dir))
-    data, source = snapshot_vocab(hf_dir, special_tokens)
-    return (data, source, *read_settings(hf_dir))
-
-
 def write_hub_sentencepiece_files(folder, model_bytes, do_lower_case, model_max_length,
                                   tokenizer_class, special_tokens):
     """spiece.model, tokenizer_config.json and special_tokens_map.json of Transformers'
@@ -320,3 +307,157 @@ def write_hub_sentencepiece_files(folder, model_bytes, do_lower_case, model_max_
         **tokens,
     })
     write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
+
+
+# --- byte-level BPE (RoBERTa) ------------------------------------------------------------------
+
+VOCAB_JSON = "vocab.json"
+MERGES_TXT = "merges.txt"
+# The first line GPT-2's and RoBERTa's merges.txt carry (readers skip it).
+MERGES_HEADER = "#version: 0.2\n"
+
+
+def snapshot_bpe(hf_dir, read_tokenizer_json):
+    """({vocab.json: bytes, merges.txt: bytes}, source, warnings) of a snapshot: its two files
+    byte for byte, else its tokenizer.json (as Transformers 5 saves a snapshot) read by the
+    family's `read_tokenizer_json(path)` -> (vocab {token: id}, merges [(left, right)],
+    settings), which refuses what its tokenizer does not compute, written as the two files."""
+    paths = {name: os.path.join(hf_dir, name) for name in (VOCAB_JSON, MERGES_TXT)}
+    present = [name for name, path in paths.items() if os.path.isfile(path)]
+    if len(present) == 2:
+        files = {}
+        for name, path in paths.items():
+            with open(path, "rb") as f:
+                files[name] = f.read()
+        return files, f"{paths[VOCAB_JSON]}, {paths[MERGES_TXT]}", []
+    json_path = os.path.join(hf_dir, TOKENIZER_JSON)
+    if os.path.isfile(json_path):
+        vocab, merges, settings = read_tokenizer_json(json_path)
+        warnings = []
+        if settings.get("add_prefix_space"):
+            warnings.append(f"{json_path}: pre_tokenizer.add_prefix_space=true: "
+                            + _PREFIX_SPACE_WARNING)
+        files = {VOCAB_JSON: (json.dumps(vocab, ensure_ascii=False) + "\n").encode("utf-8"),
+                 MERGES_TXT: (MERGES_HEADER + "".join(f"{a} {b}\n" for a, b in merges)
+                              ).encode("utf-8")}
+        return files, f"{json_path} (model.vocab, model.merges)", warnings
+    if present:
+        missing = MERGES_TXT if present == [VOCAB_JSON] else VOCAB_JSON
+        raise HubError(f"{hf_dir}: {present[0]} without {missing} (and no {TOKENIZER_JSON}): "
+                       "byte-level BPE needs both")
+    raise HubError(f"{hf_dir}: no {VOCAB_JSON} + {MERGES_TXT} and no {TOKENIZER_JSON}: the "
+                   "snapshot has no vocabulary")
+
+
+_PREFIX_SPACE_WARNING = ("the scripts tokenize as RoBERTa was pretrained, without a space "
+                         "before the first word")
+
+
+def _token_content(value):
+    """A special token of tokenizer_config.json / special_tokens_map.json: a string, or an
+    AddedToken object with its `content`."""
+    return value.get("content") if isinstance(value, dict) else value
+
+
+def read_bpe_settings(folder, special_tokens):
+    """What `tokenizer_config.json` and `special_tokens_map.json` of `folder` say for RoBERTa's
+    byte-level BPE tokenizer: a special token other than `special_tokens`' is refused (its
+    ids would differ); settings the tokenizer cannot follow are warned of.
+
+    Returns:
+      (do_lower_case: always False (byte-level BPE has no casing option), notes, warnings).
+    """
+    notes, warnings = [], []
+    ours = special_tokens_map(special_tokens)
+    ours.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
+    for name in (TOKENIZER_CONFIG, SPECIAL_TOKENS_MAP):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        data = read_json(path)
+        for key, token in ours.items():
+            given = _token_content(data.get(key, token))
+            if given != token:
+                raise HubError(f"{path}: {key} is {given!r}; RoBERTa's tokenizer uses "
+                               f"{token!r}")
+        if name != TOKENIZER_CONFIG:
+            continue
+        if data.get("do_lower_case") is True:
+            warnings.append(f"{path}: do_lower_case=True: Transformers' RobertaTokenizer does not "
+                            "lower-case, nor does ours")
+        if data.get("add_prefix_space") is True:
+            warnings.append(f"{path}: add_prefix_space=True: {_PREFIX_SPACE_WARNING}")
+    return False, notes, warnings
+
+
+def write_hub_bpe_files(folder, vocab_bytes, merges_bytes, model_max_length, tokenizer_class,
+                        special_tokens):
+    """vocab.json, merges.txt (byte for byte), tokenizer_config.json and
+    special_tokens_map.json of Transformers' `tokenizer_class` ("RobertaTokenizer") with
+    RoBERTa's settings: no prefix space, `special_tokens` (`<s>` and `</s>` also as bos/eos),
+    `<mask>` stripping the space before it, as fairseq's and Transformers' RoBERTa do."""
+    vocab = json.loads(vocab_bytes.decode("utf-8"))
+    for name, data in ((VOCAB_JSON, vocab_bytes), (MERGES_TXT, merges_bytes)):
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    tokens = special_tokens_map(special_tokens)
+    tokens.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
+    added = {}
+    for token in dict.fromkeys(tokens.values()):
+        if token in vocab:
+            added[str(vocab[token])] = {
+                "content": token, "lstrip": token == special_tokens.mask, "rstrip": False,
+                "normalized": False, "single_word": False, "special": True}
+    write_json(os.path.join(folder, TOKENIZER_CONFIG), {
+        "tokenizer_class": tokenizer_class,
+        "add_prefix_space": False,
+        "errors": "replace",
+        "trim_offsets": True,
+        "model_max_length": int(model_max_length),
+        "added_tokens_decoder": added,
+        **tokens,
+    })
+    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
+
+
+# --- by kind -----------------------------------------------------------------------------------
+
+# The files of each kind an import copies and an export writes, the vocabulary first.
+FILES = {"wordpiece": (VOCAB_FILE,), "sentencepiece": (SPIECE_MODEL,),
+         "bpe": (VOCAB_JSON, MERGES_TXT)}
+
+
+def snapshot_tokenizer(hf_dir, kind, special_tokens, read_tokenizer_json=None):
+    """What an import takes from a snapshot's tokenizer files, for a family whose Hub table says
+    `kind` ("wordpiece", "sentencepiece" or "bpe"; "bpe" reads a tokenizer.json with the
+    family's `read_tokenizer_json`, see `snapshot_bpe`).
+
+    Returns:
+      ({file name: bytes} of the Google folder's vocabulary files (`FILES[kind]`: vocab.txt,
+      spiece.model, or vocab.json and merges.txt), where they came from, do_lower_case or None,
+      notes, warnings).
+    """
+    if kind == "sentencepiece":
+        data, source = snapshot_sentencepiece(hf_dir)
+        return ({SPIECE_MODEL: data}, source, *read_sentencepiece_settings(hf_dir))
+    if kind == "bpe":
+        files, source, warnings = snapshot_bpe(hf_dir, read_tokenizer_json)
+        do_lower_case, notes, more = read_bpe_settings(hf_dir, special_tokens)
+        return files, source, do_lower_case, notes, warnings + more
+    data, source = snapshot_vocab(hf_dir, special_tokens)
+    return ({VOCAB_FILE: data}, source, *read_settings(hf_dir))
+
+
+def write_hub_files(kind, folder, files, do_lower_case, model_max_length, tokenizer_class,
+                    special_tokens):
+    """Writes the Hub tokenizer files of `kind` into `folder`: `files` {name of FILES[kind]:
+    bytes} and the settings files (see the writers above)."""
+    if kind == "sentencepiece":
+        write_hub_sentencepiece_files(folder, files[SPIECE_MODEL], do_lower_case,
+                                      model_max_length, tokenizer_class, special_tokens)
+    elif kind == "bpe":
+        write_hub_bpe_files(folder, files[VOCAB_JSON], files[MERGES_TXT], model_max_length,
+                            tokenizer_class, special_tokens)
+    else:
+        write_hub_tokenizer_files(folder, files[VOCAB_FILE], do_lower_case, model_max_length,
+                                  tokenizer_class, special_tokens)

@@ -57,20 +57,24 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, input_ids, segment_ids, training=False):
-        """Args: `input_ids`, `segment_ids` int [B, S]. Returns [B, S, H] in the compute dtype."""
-        seq_length = input_ids.shape[1]
-        if seq_length is not None and seq_length > self.max_position_embeddings:
-            raise ValueError(
-                f"sequence length {seq_length} is larger than max_position_embeddings "
-                f"({self.max_position_embeddings}) of the bert config"
-            )
-        seq_length = tf.shape(input_ids)[1]
-        positions = self.position_embeddings[:seq_length]
+    def call(self, input_ids, segment_ids, position_ids=None, training=False):
+        """Args: `input_ids`, `segment_ids` int [B, S]; `position_ids` int [B, S], the rows of
+        the position table each token takes, or None for the original's 0, 1, ..., S - 1 (the
+        first S rows, added to every sequence). Returns [B, S, H] in the compute dtype."""
+        if position_ids is None:
+            seq_length = input_ids.shape[1]
+            if seq_length is not None and seq_length > self.max_position_embeddings:
+                raise ValueError(
+                    f"sequence length {seq_length} is larger than max_position_embeddings "
+                    f"({self.max_position_embeddings}) of the bert config"
+                )
+            positions = self.position_embeddings[:tf.shape(input_ids)[1]][tf.newaxis]
+        else:
+            positions = tf.gather(self.position_embeddings, position_ids)
         embeddings = (
             tf.gather(self.word_embeddings, input_ids)
             + tf.gather(self.token_type_embeddings, segment_ids)
-            + positions[tf.newaxis]
+            + positions
         )
         embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout(embeddings, training=training)

@@ -3,6 +3,12 @@ beside BERT, ELECTRA and ALBERT: BERT's encoder with a byte-level BPE vocabulary
 counted from `pad_token_id + 1`, and its own pretraining recipe.
 
 Its rooms (as its siblings'; those not listed are being built):
+  config.py            `RobertaConfig`: a BertConfig with `pad_token_id`, epsilon 1e-5, the
+                       exact GELU; `model_type` "roberta"
+  model.py             `RobertaModel`: BERT's encoder under the scope `roberta/`, positions
+                       cumsum(mask) * mask + pad_token_id
+  hub_names.py         the Hugging Face Hub table of the five Transformers classes
+  family.py            the registry entry
   tokenization.py      GPT-2's byte-level BPE with the ids of Transformers' RobertaTokenizer
                        (slow and fast): `RobertaTokenizer` (vocab.json + merges.txt),
                        `SPECIAL_TOKENS` (`<s> A </s></s> B </s>`, segment 0, "Ġ" word starts),
