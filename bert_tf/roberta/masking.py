@@ -159,6 +159,9 @@ class DynamicMasking:
         self.mask_prob = float(mask_prob)
         self.leave_unmasked_prob = float(leave_unmasked_prob)
         self.random_token_prob = float(random_token_prob)
+        # A batch is masked row by row in a while loop: compiled, so an eager call does not
+        # run the loop op by op from Python (inside a tf.function or tf.data it is inlined).
+        self._mask_batch = tf.function(self._mask_rows)
 
     @classmethod
     def for_vocab(cls, vocab, max_seq_length, seed, special_tokens=tokenization.SPECIAL_TOKENS,
@@ -183,6 +186,10 @@ class DynamicMasking:
         if input_ids.shape.rank != 2:
             raise ValueError(f"DynamicMasking: input_ids must be [S] or [B, S], got shape "
                              f"{input_ids.shape}")
+        # As tensors, so that new epochs and indexes do not trace the function again.
+        return self._mask_batch(input_ids, tf.cast(epoch, tf.int64), tf.cast(index, tf.int64))
+
+    def _mask_rows(self, input_ids, epoch, index):
         batch_size = tf.shape(input_ids)[0]
         epoch = tf.broadcast_to(tf.cast(epoch, tf.int64), [batch_size])
         index = tf.broadcast_to(tf.cast(index, tf.int64), [batch_size])
