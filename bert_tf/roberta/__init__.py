@@ -19,4 +19,6 @@ Its rooms (as its siblings'; those not listed are being built):
   pretraining_data.py  FULL-SENTENCES pretraining records as fairseq packs them (`complete`
                        / `complete_doc` blocks of line + </s> sentences, <s> first)
   create_pretraining_data.py  its command (`python -m bert_tf.roberta.create_pretraining_data`)
+  masking.py           dynamic masking as fairseq's MaskTokensDataset (int(0.15 n + U)
+                       positions, 80/10/10), drawn statelessly from (seed, epoch, index)
 """
