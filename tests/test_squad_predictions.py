@@ -120,6 +120,30 @@ def test_example_without_window(tokenizer, tmp_path, v2):
         assert predictions["e"] == "empty" and odds == {}
 
 
+@pytest.mark.parametrize("v2", [False, True])
+def test_examples_without_window_after_the_last_window(tokenizer, tmp_path, v2):
+    """Questions on empty contexts after the last question with windows (they were left out of
+    the block's candidate lists: IndexError)."""
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [
+        {"context": "Steve Smith's car.", "qas": [{"id": "s", "question": "Whose?",
+                                                   "answers": []}]},
+        {"context": "  ", "qas": [{"id": "e", "question": "Why?", "answers": []},
+                                  {"id": "f", "question": "How?", "answers": []}]}]}]}))
+    examples = squad.read_squad_examples(path, False, version_2_with_negative=v2)
+    features = []
+    squad.convert_examples_to_features(examples, tokenizer, 20, 3, 5, False, features.append)
+    results = []
+    for f in features:
+        start, end = [0.0] * 20, [0.0] * 20
+        start[f.doc_offset], end[f.doc_offset + 1] = 5.0, 5.0
+        results.append(sp.RawResult(f.unique_id, start, end))
+    predictions, _, odds = sp.compute_predictions(examples, features, results, 20, 30, True,
+                                                  v2, 0.0)
+    assert predictions == {"s": "Steve Smith", "e": "" if v2 else "empty",
+                           "f": "" if v2 else "empty"}
+
+
 def test_original_style_features_give_the_same_files(tokenizer, tmp_path):
     examples, features, results = _inputs("v2", tokenizer)
     plain = [types.SimpleNamespace(
