@@ -489,10 +489,10 @@ def _make_module_class():
             flat, row_splits, origin = self._preprocess_code_points(raw, raw_splits)
             preprocessed = tf.strings.unicode_encode(
                 tf.RaggedTensor.from_row_splits(flat, row_splits, validate=False), "UTF-8")
-            start, stop, piece_ids, rows = self._sentencepiece_spans(preprocessed, flat,
-                                                                     row_splits)
-            ids, start, stop, rows = self._digit_comma_spans(preprocessed, flat, row_splits,
-                                                             start, stop, piece_ids, rows)
+            pieces, start, stop = self._sentencepiece_spans(preprocessed, flat, row_splits)
+            ids, start, stop = self._digit_comma_spans(preprocessed, flat, row_splits, pieces,
+                                                       start, stop)
+            rows = ids.value_rowids()
             # preprocess_text's characters -> the text's: a span ends after its last
             # character and the characters preprocess_text drops after it (combining marks),
             # up to the next character it keeps or whitespace, as the host.
@@ -509,9 +509,9 @@ def _make_module_class():
             # Characters -> bytes (a position past the last character: the text's length).
             text_bytes = tf.gather(tf.cast(tf.strings.length(texts), tf.int64), rows)
 
-            def to_bytes(position):
-                return tf.where(position < raw_last,
-                                _gather_or(byte_starts.flat_values, position, 0), text_bytes)
+            def to_bytes(character):
+                return tf.where(character < raw_last,
+                                _gather_or(byte_starts.flat_values, character, 0), text_bytes)
 
             return (ids, ids.with_flat_values(to_bytes(first)),
                     ids.with_flat_values(to_bytes(last)))
@@ -523,9 +523,9 @@ def _make_module_class():
 
             Args: preprocessed tf.string [N]; flat int32 [C], row_splits int64 [N + 1]: its
               code points.
-            Returns: (start, stop) int64 [K]: indexes into `flat`, the piece's characters
-              [start, stop) without whitespace at either end (a piece of "▁" only: empty,
-              where its word starts); piece ids int32 [K]; the text of each piece int64 [K].
+            Returns: (pieces, start, stop): the ids, int32 RaggedTensor [N, None]; int64 [K]
+              indexes into `flat`, each piece's characters [start, stop) without whitespace
+              at either end (a piece of "▁" only: empty, where its word starts).
             """
             ids = self._sentencepiece.tokenize(preprocessed)
             piece_ids = ids.flat_values
@@ -564,24 +564,26 @@ def _make_module_class():
             start = tf.minimum(_next_at_or_after(nonspace, start, last), stop)
             before = tf.searchsorted(nonspace, stop, out_type=tf.int64) - 1
             stop = tf.maximum(_gather_or(nonspace, before, -1) + 1, start)
-            return start, stop, piece_ids, rows
+            return ids, start, stop
 
-        def _digit_comma_spans(self, preprocessed, flat, row_splits, start, stop, piece_ids,
-                               rows):
+        def _digit_comma_spans(self, preprocessed, flat, row_splits, pieces, start, stop):
             """The digit-comma rule on pieces and their spans (`_sentencepiece_spans`), as the
             host's `encode_pieces_with_offsets`: the number's pieces at their places in it
             where the text holds the number as the piece writes it (else each the whole
             number, or empty for a "▁"), the "," on the text's comma.
 
-            Returns: (ids int64 RaggedTensor [N, None], start, stop, rows int64 [K'])."""
-            keys, value_starts, lengths, _ = self._digit_comma
-            flat_ids, out_splits, counts = _apply_exceptions(
-                self._digit_comma, piece_ids, tf.cast(tf.range(tf.size(rows) + 1), tf.int64))
-            del out_splits
+            Returns: (ids int64 RaggedTensor [N, None], start, stop int64 [K'])."""
+            piece_ids = pieces.flat_values
+            flat_ids, splits, counts = _apply_exceptions(
+                self._digit_comma, piece_ids, tf.cast(pieces.row_splits, tf.int64))
+            ids = tf.RaggedTensor.from_row_splits(tf.cast(flat_ids, tf.int64), splits,
+                                                  validate=False)
+            keys, value_starts = self._digit_comma[:2]
             key = tf.searchsorted(keys, piece_ids)
             hit = tf.equal(tf.gather(keys, key), piece_ids)
             source = tf.repeat(tf.range(tf.size(piece_ids, out_type=tf.int64)), counts)
-            start, stop, rows = (tf.gather(x, source) for x in (start, stop, rows))
+            start, stop = tf.gather(start, source), tf.gather(stop, source)
+            rows = ids.value_rowids()
             at = tf.where(tf.gather(hit, source))[:, 0]  # the rule's pieces
             key = tf.gather(tf.gather(key, source), at)
             value = (tf.gather(value_starts, key)
@@ -607,10 +609,7 @@ def _make_module_class():
                                                    tf.where(b > a, number_end, s)))
             start = tf.tensor_scatter_nd_update(start, at[:, None], new_start)
             stop = tf.tensor_scatter_nd_update(stop, at[:, None], new_stop)
-            ids = tf.RaggedTensor.from_value_rowids(tf.cast(flat_ids, tf.int64), rows,
-                                                    nrows=tf.size(row_splits, out_type=tf.int64) - 1,
-                                                    validate=False)
-            return ids, start, stop, rows
+            return ids, start, stop
 
     return TokenizerModule
 
