@@ -29,10 +29,11 @@ tf.string [N], a batch):
               pieces, "" for padding), num_words int32 [N].
   squad       serving_default(question, context) -> answer string [N] (run_squad.py's
               prediction, final text included: get_final_text for WordPiece, the context's
-              characters of the predicted pieces for SentencePiece), score float32 [N] (start + end logit),
-              start_logit, end_logit float32 [N]; with --version_2_with_negative also
-              null_score_diff float64 [N] (its null_odds.json value; the answer is "" above
-              --null_score_diff_threshold). See `bert_tf.serving.squad_export.SquadExport`.
+              characters of the predicted pieces for SentencePiece), score float32 [N]
+              (start + end logit), start_logit, end_logit float32 [N]; with
+              --version_2_with_negative also null_score_diff float64 [N] (its null_odds.json
+              value; the answer is "" above --null_score_diff_threshold). See
+              `bert_tf.serving.squad_export.SquadExport`.
 
 A batch runs at its longest sequence (window) rounded up to a multiple of 16 positions, not at
 max_seq_length (`--dynamic_padding=false` keeps max_seq_length and static shapes, e.g. for
