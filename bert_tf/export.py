@@ -11,7 +11,9 @@ FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answer
 that imports only `tensorflow`, and plain `saved_model_cli run` works (see docs/serving.md):
     saved_model_cli run --dir EXPORT_DIR --tag_set serve --signature_def serving_default \\
         --input_exprs 'text_a=["a text"];text_b=[""]'
- Signatures (every input
+An ALBERT checkpoint (its SentencePiece .model as --vocab_file) tokenizes with tensorflow-text's
+SentencePiece ops instead: load it after `import tensorflow_text` (`"core_ops": false` in
+bert_tf_export.json; `python -m bert_tf.predict` does it). Signatures (every input
 tf.string [N], a batch):
 
   classifier  serving_default(text_a, text_b) -> probabilities float32 [N, C], label string [N],
@@ -26,10 +28,12 @@ tf.string [N], a batch):
               it the most context, windows advancing by --doc_stride; "O" for a word without
               pieces, "" for padding), num_words int32 [N].
   squad       serving_default(question, context) -> answer string [N] (run_squad.py's
-              prediction, final text included), score float32 [N] (start + end logit),
-              start_logit, end_logit float32 [N]; with --version_2_with_negative also
-              null_score_diff float64 [N] (its null_odds.json value; the answer is "" above
-              --null_score_diff_threshold). See `bert_tf.serving.squad_export.SquadExport`.
+              prediction, final text included: get_final_text for WordPiece, the context's
+              characters of the predicted pieces for SentencePiece), score float32 [N]
+              (start + end logit), start_logit, end_logit float32 [N]; with
+              --version_2_with_negative also null_score_diff float64 [N] (its null_odds.json
+              value; the answer is "" above --null_score_diff_threshold). See
+              `bert_tf.serving.squad_export.SquadExport`.
 
 A batch runs at its longest sequence (window) rounded up to a multiple of 16 positions, not at
 max_seq_length (`--dynamic_padding=false` keeps max_seq_length and static shapes, e.g. for

@@ -61,7 +61,16 @@ class Family:
         default mode is the family's most portable, named by its `core_ops` attribute: True
         when the graph holds core TensorFlow ops only (BERT's), False when a SavedModel of it
         needs `import tensorflow_text` before loading (ALBERT's: SentencePiece has no
-        core-op form, and it refuses `core_ops=True`).
+        core-op form, and it refuses `core_ops=True`). One whose host tokenizer has
+        `tokenize_with_offsets` may also give `tokenize_with_offsets(texts)`: texts tf.string
+        [N] -> (ids, starts, ends), int64 RaggedTensors [N, None], the ids of its `__call__`
+        and for each piece the BYTES [start, end) of its UTF-8 input string it stands for:
+        the host's character spans converted to bytes (start inclusive, end exclusive; a
+        piece that stands for no character has start == end where its word starts; a
+        position past the last character is the string's length; bytes that are not UTF-8
+        belong to no character). The SQuAD export then maps predicted pieces back to the
+        context by them (ALBERT's), as `bert_tf.data.squad` does with the host's; WordPiece's
+        has `normalize` instead (BasicTokenizer's character mapping, for `get_final_text`).
     """
 
     name: str

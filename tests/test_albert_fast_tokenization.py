@@ -12,8 +12,9 @@ sample text) against the original's tokenization module when a copy is present
 final sigma by hand.
 """
 
-import os
+import codecs
 import collections
+import os
 import random
 from pathlib import Path
 
@@ -285,13 +286,18 @@ def test_family_tokenizer_ids(lower):
     assert differing == KNOWN_FAMILY[lower], differing
 
 
+def undecodable_texts(seed, pieces, count):
+    """`count` byte strings of up to 16 of `pieces` and random bytes."""
+    rng = random.Random(seed)
+    return [b"".join(rng.choice(pieces) if rng.random() < 0.6 else bytes([rng.randrange(256)])
+                     for _ in range(rng.randint(0, 16))) for _ in range(count)]
+
+
 def test_undecodable_bytes_match_python_decoding(sp_model):
     """Bytes that are not UTF-8 are dropped as `bytes.decode("utf-8", "ignore")` drops them."""
-    rng = random.Random(5)
     pieces = [b"\xff", b"\xc3", b"\xc3\xa9", b"\xe2\x96", b"\xe2\x96\x81", b"\xed\xa0\x80",
               b"\xf0\x9f\x98", b"\xf4\x90\x80\x80", b"\xc0\xaf", b"1,", b" ", b"\x00", b"a"]
-    texts = [b"".join(rng.choice(pieces) if rng.random() < 0.6 else bytes([rng.randrange(256)])
-                      for _ in range(rng.randint(0, 16))) for _ in range(3000)]
+    texts = undecodable_texts(5, pieces, 3000)
     for lower in (True, False):
         got = graph_ids(graph_module(lower), texts)
         for host in hosts().values():
@@ -401,3 +407,180 @@ def test_errors(tmp_path):
         fast_tokenization.TokenizerModule(str(bad))
     with pytest.raises(fast_tokenization.AlbertGraphTokenizerError, match="dict"):
         fast_tokenization.TokenizerModule({"<unk>": 0})
+
+
+# ---------------------------------------------------------------------------------------------
+# tokenize_with_offsets: the host's characters of each piece, as bytes
+
+def char_byte_offsets(raw):
+    """The byte of `raw` (bytes) where each character of `raw.decode("utf-8", "ignore")`
+    starts, then len(raw): what a character position is in bytes."""
+    decoder = codecs.getincrementaldecoder("utf-8")("ignore")
+    offsets = []
+    for i in range(len(raw)):
+        for char in decoder.decode(raw[i:i + 1]):
+            offsets.append(i + 1 - len(char.encode("utf-8")))
+    decoder.decode(b"", final=True)
+    return offsets + [len(raw)]
+
+
+def host_byte_spans(tokenizer, raw):
+    """(ids, [(start, end)] bytes of `raw`) of `AlbertTokenizer.tokenize_with_offsets`."""
+    pieces, spans = tokenizer.tokenize_with_offsets(raw.decode("utf-8", "ignore"))
+    position = char_byte_offsets(raw)
+    return (tokenizer.convert_tokens_to_ids(pieces),
+            [(position[a], position[b]) for a, b in spans])
+
+
+def graph_offsets(module, texts, batch=4096):
+    """[(ids, [(start, end)])] of `texts` (bytes) through `module.tokenize_with_offsets`."""
+    out = []
+    for begin in range(0, len(texts), batch):
+        ids, starts, ends = module.tokenize_with_offsets(
+            tf.constant(texts[begin:begin + batch], tf.string))
+        out += [(i, list(zip(s, e))) for i, s, e in zip(ids.to_list(), starts.to_list(),
+                                                        ends.to_list())]
+    return out
+
+
+_FAMILY = {}
+
+
+def family_tokenizer(lower):
+    if lower not in _FAMILY:
+        tokenization = pytest.importorskip("bert_tf.albert.tokenization")
+        _FAMILY[lower] = tokenization.AlbertTokenizer(str(SPM_MODEL), do_lower_case=lower)
+    return _FAMILY[lower]
+
+
+def compare_offsets(texts, lower):
+    """Counts of the kinds of difference between the graph's `tokenize_with_offsets` and the
+    host's on `texts` (str or bytes): "tie" (the ids differ: equal-score segmentations, the
+    `compare` of the ids above), "ids" (the ids differ from `__call__`'s), "spans" (the same
+    ids, other spans). Returns (Counter, [(kind, text)])."""
+    raws = [t.encode("utf-8") if isinstance(t, str) else t for t in texts]
+    module = graph_module(lower)
+    got = graph_offsets(module, raws)
+    plain = graph_ids(module, raws)
+    host = family_tokenizer(lower)
+    kinds, examples = collections.Counter(), []
+    for raw, (ids, spans), call_ids in zip(raws, got, plain):
+        expected_ids, expected_spans = host_byte_spans(host, raw)
+        if ids != call_ids:
+            kind = "ids"
+        elif ids != expected_ids:
+            kind = "tie"
+        elif spans != expected_spans:
+            kind = "spans"
+        else:
+            continue
+        kinds[kind] += 1
+        examples.append((kind, raw))
+    return kinds, examples
+
+
+# The ties of `KNOWN` in the parts of the corpora compared here (the only differences).
+KNOWN_OFFSETS = {("fuzz", True): {}, ("fuzz", False): {},
+                 ("large", True): {"tie": 2}, ("large", False): {"tie": 1},
+                 ("code points", True): {}, ("code points", False): {}}
+
+
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_offsets_match_host_on_fuzz(lower):
+    kinds, examples = compare_offsets(fuzz_corpus(3000, seed=1 if lower else 2), lower)
+    assert dict(kinds) == KNOWN_OFFSETS["fuzz", lower], examples[:5]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_offsets_match_host_on_large_fuzz(lower):
+    """The first 40,000 texts of the large corpus (all 150,000 take minutes on the host)."""
+    kinds, examples = compare_offsets(fuzz_corpus(40000, seed=1001 if lower else 1002), lower)
+    assert dict(kinds) == KNOWN_OFFSETS["large", lower], examples[:5]
+
+
+def changed_code_points():
+    """The code points some step changes (preprocess_text's space, NFKD and lower-casing
+    tables, SentencePiece's own normalization of the character alone), and every 97th of the
+    others: the others all behave as one another."""
+    tables = fast_tokenization.build_tables()
+    changed = set(tables["spaces"].tolist()) | set(tables["decompose"][0][:-1].tolist()) | set(
+        tables["lower"][0][:-1].tolist())
+    processor = spm.SentencePieceProcessor()
+    processor.Load(str(SPM_MODEL))
+    chars = [chr(c) for block in fast_tokenization._code_points() for c in block]
+    for char, normalized in zip(chars, processor.Normalize(chars)):
+        if normalized != "\u2581" + char:
+            changed.add(ord(char))
+    sample = {ord(c) for c in chars[::97]}
+    return sorted(c for c in changed | sample if c <= fast_tokenization.MAX_CODE_POINT)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower", [True, False], ids=["uncased", "cased"])
+def test_offsets_around_code_points(lower):
+    """`code_point_texts`' text around each code point some step changes (see
+    `changed_code_points`) and a sample of the others."""
+    texts = [f"A{c}\u03a3 5{c}, {c} x{c}" for c in map(chr, changed_code_points())]
+    kinds, examples = compare_offsets(texts, lower)
+    assert dict(kinds) == KNOWN_OFFSETS["code points", lower], examples[:5]
+
+
+def test_offsets_of_undecodable_bytes():
+    """Bytes that are not UTF-8 belong to no piece; positions count the bytes of the input."""
+    pieces = [b"\xff", b"\xc3", b"\xc3\xa9", b"e\xcc\x81", b"\xe2\x96", b"\xe2\x96\x81",
+              b"\xed\xa0\x80", b"\xf0\x9f\x98", b"1,", b" ", b"\x00", b"A", b"\xe6\x9d\xb1"]
+    texts = undecodable_texts(6, pieces, 1500)
+    for lower in (True, False):
+        kinds, examples = compare_offsets(texts, lower)
+        assert dict(kinds) == {}, examples[:5]
+
+
+def test_offsets_by_hand():
+    """Each piece's bytes are the text's characters it stands for: accents (combining marks
+    included), capitals, runs of spaces around, the digit-comma rule's pieces, CJK."""
+    text = "  Ca\u0301fe\u0301   NA\u00cfVE 1,000 \u6771\u4eac\u00a0x\u0323\u0307 "
+    raw = text.encode("utf-8")
+    ids, starts, ends = graph_module(True).tokenize_with_offsets(tf.constant([raw]))
+    ids, spans = ids.to_list()[0], list(zip(starts.to_list()[0], ends.to_list()[0]))
+    assert ids == graph_ids(graph_module(True), [raw])[0]
+    pieces = family_tokenizer(True).convert_ids_to_tokens(ids)
+    covered = [raw[a:b].decode("utf-8") for a, b in spans]
+    assert "".join(covered) == "Ca\u0301fe\u0301NA\u00cfVE1,000\u6771\u4eacx\u0323\u0307"
+    # The lone "▁" pieces cover nothing; the rest cover what they spell, in the text's form.
+    assert [c for p, c in zip(pieces, covered) if p == "\u2581"] == [""] * pieces.count("\u2581")
+    assert (ids, spans) == host_byte_spans(family_tokenizer(True), raw)
+
+
+def test_offsets_of_empty_batches_and_texts():
+    module = graph_module(True)
+    ids, starts, ends = module.tokenize_with_offsets(tf.constant([], tf.string))
+    assert ids.to_list() == starts.to_list() == ends.to_list() == []
+    texts = ["", "   ", "\u3000\x85", "\u0301", "\x00"]
+    ids, starts, ends = module.tokenize_with_offsets(tf.constant(texts))
+    assert ids.to_list() == graph_ids(module, texts)
+    assert [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())] == [
+        host_byte_spans(family_tokenizer(True), t.encode("utf-8"))[1] for t in texts]
+
+
+def test_offsets_after_a_saved_model_round_trip(tmp_path):
+    texts = [t.encode("utf-8") for t in fuzz_corpus(300, seed=12)]
+    module = graph_module(False)
+    tf.saved_model.save(module, str(tmp_path / "tokenizer"))
+    loaded = tf.saved_model.load(str(tmp_path / "tokenizer"))
+    assert graph_offsets(loaded, texts) == graph_offsets(module, texts)
+
+
+def test_offsets_need_every_character_of_a_piece_to_be_a_piece():
+    """A model whose piece holds a character that is not a piece itself (no trained model has
+    one) builds, but refuses tokenize_with_offsets in one line."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto.FromString(SPM_MODEL.read_bytes())
+    single = next(i for i, p in enumerate(model.pieces) if p.piece == "q")
+    model.pieces[single].piece = "q\u00e6"  # the model then has no "q" piece
+    module = fast_tokenization.TokenizerModule(model.SerializeToString(), True)
+    with pytest.raises(fast_tokenization.AlbertGraphTokenizerError,
+                       match="^tokenize_with_offsets is not available: the SentencePiece "
+                             "piece '.*q.*' holds a character that is not a piece itself$"):
+        module.tokenize_with_offsets(tf.constant(["qq"]))

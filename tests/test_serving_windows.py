@@ -71,3 +71,22 @@ def test_word_pieces_map_every_piece_to_its_word():
     held = window_pieces(pieces, example, tf.constant([0, 2, 0], tf.int64),
                          tf.constant([3, 3, 1], tf.int64))
     assert held.to_list() == [[0, 1, 2], [2, 3, 4], [5]]
+
+
+def test_split_words_with_offsets_gives_split_words_and_where_each_starts():
+    """The SQuAD split (space, tab, CR, LF, U+202F) of texts of multi-byte characters, runs of
+    separators, other spaces kept inside words, empty texts; bytes that are not UTF-8 stay in
+    their word."""
+    from bert_tf.serving.windows import split_words_with_offsets
+
+    separators = [0x20, 0x09, 0x0D, 0x0A, 0x202F]
+    texts = ["  Caf\u00e9 \t na\u00efve\u202f\u202fx\u00a0y\n\u6771\u4eac ", "", " \t ",
+             "one", "a\u3000b  \U0001f600\r\nz"]
+    raw = [t.encode("utf-8") for t in texts] + [b"a\xff b\xc3 \xe2\x82", b"\xff"]
+    words, starts = split_words_with_offsets(tf.constant(raw), separators)
+    expected = split_words(tf.constant(raw[:len(texts)]), "[ \\t\\r\\n\\x{202f}]+")
+    assert words.to_list()[:len(texts)] == expected.to_list()
+    assert words.to_list()[len(texts):] == [[b"a\xff", b"b\xc3", b"\xe2\x82"], [b"\xff"]]
+    for text, row, row_starts in zip(raw, words.to_list(), starts.to_list()):
+        assert [text[s:s + len(w)] for w, s in zip(row, row_starts)] == row
+        assert len(row_starts) == len(set(row_starts)) and row_starts == sorted(row_starts)

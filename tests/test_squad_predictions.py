@@ -89,16 +89,21 @@ def test_only_null_entry_predicts_no_answer(name, tokenizer, tmp_path):
         assert odds[qid] < sp.NO_ANSWER_NULL_ODDS
 
 
-def _example_without_window(tokenizer, tmp_path, v2):
+def _example_without_window(tokenizer, tmp_path, v2, empty_last=False):
+    """Questions "e" on an empty context and "s" on another; with `empty_last`, "s" first,
+    then "e" and "f" on the empty context."""
+    empty = {"context": "  ", "qas": [{"id": "e", "question": "Why?", "answers": []}]}
+    paragraphs = [empty, {"context": "Steve Smith's car.", "qas": [
+        {"id": "s", "question": "Whose?", "answers": []}]}]
+    if empty_last:
+        empty["qas"].append({"id": "f", "question": "How?", "answers": []})
+        paragraphs.reverse()
     path = tmp_path / "data.json"
-    path.write_text(json.dumps({"data": [{"paragraphs": [
-        {"context": "  ", "qas": [{"id": "e", "question": "Why?", "answers": []}]},
-        {"context": "Steve Smith's car.", "qas": [{"id": "s", "question": "Whose?",
-                                                   "answers": []}]}]}]}))
+    path.write_text(json.dumps({"data": [{"paragraphs": paragraphs}]}))
     examples = squad.read_squad_examples(path, False, version_2_with_negative=v2)
     features = []
     squad.convert_examples_to_features(examples, tokenizer, 20, 3, 5, False, features.append)
-    # Logits that make "steve smith" the best span of the second question.
+    # Logits that make "steve smith" the best span of "s".
     results = []
     for f in features:
         start, end = [0.0] * 20, [0.0] * 20
@@ -118,6 +123,17 @@ def test_example_without_window(tokenizer, tmp_path, v2):
         assert [(e["text"], e["probability"]) for e in nbest["e"]] == [("", 1.0)]
     else:
         assert predictions["e"] == "empty" and odds == {}
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_examples_without_window_after_the_last_window(tokenizer, tmp_path, v2):
+    """Questions on empty contexts after the last question with windows (they were left out of
+    the block's candidate lists: IndexError)."""
+    examples, features, results = _example_without_window(tokenizer, tmp_path, v2,
+                                                           empty_last=True)
+    predictions = sp.compute_predictions(examples, features, results, 20, 30, True, v2, 0.0)[0]
+    assert predictions == {"s": "Steve Smith", "e": "" if v2 else "empty",
+                           "f": "" if v2 else "empty"}
 
 
 def test_original_style_features_give_the_same_files(tokenizer, tmp_path):

@@ -44,6 +44,34 @@ Bytes that are not UTF-8 are dropped (TensorFlow's decoder, errors="ignore", dro
 bytes as Python's `bytes.decode("utf-8", "ignore")`, which the original's `convert_to_unicode`
 uses).
 
+`tokenize_with_offsets(texts)` gives the same ids and, for each piece, the bytes [start, end)
+of the input text it stands for: `AlbertTokenizer.tokenize_with_offsets`' characters as bytes
+(the contract of `bert_tf.families.Family.graph_tokenizer`; what the SQuAD export maps
+predicted pieces back to the context with). Its steps mirror the host's:
+  * step 1 keeps, for each preprocessed character, the index of the text's character it comes
+    from (a whitespace run's space: the run's first; NFKD and lower-casing repeat it);
+  * SentencePiece's begin and end of each piece (bytes of the preprocessed text) come from
+    SentencePiece's own normalization, which the graph does not re-implement: tensorflow-text's
+    `SentencepieceTokenizer.tokenize_with_offsets` runs on a *character model*
+    (`character_model`: the model's normalizer and user-defined symbols, one piece per
+    character that is a piece of the model), which cuts the normalized text wherever a piece
+    of the model can begin or end and gives each cut's place in the input; the model's
+    pieces (FastSentencepieceTokenizer's ids above) then take their lengths in the normalized
+    text (their vocab entries' bytes; an unknown piece the next run of characters the
+    character model does not know either) and the begin and end of the cuts where they start
+    and end. (tensorflow-text's FastSentencepieceTokenizer gives no offsets, and its
+    SentencepieceTokenizer on the model itself breaks ties as described in 2.)
+  * then the host's rules: bytes to characters, a piece of "▁" only empty where its word
+    starts, whitespace trimmed from both ends, the digit-comma rule's pieces placed within the
+    number (`digit_comma_spans`), and the preprocessed characters mapped back to the text's,
+    a span's end extended over the characters preprocess_text drops after it (combining
+    marks) up to the next character it keeps or whitespace.
+It needs every character of a piece to be a piece itself (trained models are made so) and no
+byte fallback; for another model `tokenize_with_offsets` raises `AlbertGraphTokenizerError`
+saying so. The tests compare it with the host on the fuzz corpora of the ids (where the ids
+tie, see 2, the spans are of other pieces) and around every code point. It costs about 2 to
+3 times `__call__` (benchmarks/albert_offsets.py).
+
 No core-op mode: SentencePiece (the model's normalization rules and the unigram Viterbi search)
 has no reasonable core TensorFlow form, so the graph holds tensorflow-text ops and a SavedModel of it
 needs `import tensorflow_text` before `tf.saved_model.load` (and `saved_model_cli` cannot run
@@ -56,6 +84,7 @@ import unicodedata
 
 import numpy as np
 
+from bert_tf.albert.tokenization import sentencepiece_pieces_with_offsets
 from bert_tf.bert.fast_tokenization import _module_class as _bert_module_class
 from bert_tf.bert.fast_tokenization_tables import (FINAL_SIGMA_INDEX,
                                                    MAX_CODE_POINT, OTHER, _case_class,
@@ -194,6 +223,99 @@ def digit_comma_table(processor):
     return _exception_table(mapping)
 
 
+def digit_comma_spans(processor):
+    """Where the digit-comma rule's pieces lie in the text, aligned with `digit_comma_table`:
+    the host's `encode_pieces_with_offsets` spans of the re-encoded number's pieces, relative
+    to the number (its SentencePiece spans in the number on its own, which the piece's text
+    fixes), for the graph's `tokenize_with_offsets`.
+
+    Returns dict of numpy arrays:
+      value_start, value_end int32 [M + 1]: per value of the table, the characters of the
+        number the piece stands for (-1 for the final ",");
+      number int object [K + 1] (bytes): per key, the number (the piece without "▁" and ",");
+      number_length int32 [K + 1]: its characters.
+    """
+    keys = digit_comma_table(processor)[0][:-1]
+    value_start, value_end, number, number_length = [], [], [], []
+    for index in keys:
+        text = processor.IdToPiece(int(index))[:-1].replace(WORD_START, "")
+        pieces, spans = sentencepiece_pieces_with_offsets(processor, text)
+        if pieces != processor.EncodeAsPieces(text):  # the table's ids are EncodeAsPieces'
+            raise AlbertGraphTokenizerError(f"the pieces of {text!r} differ between encodings")
+        value_start += [a for a, _ in spans] + [-1]
+        value_end += [b for _, b in spans] + [-1]
+        number.append(text.encode("utf-8"))
+        number_length.append(len(text))
+    return {"value_start": np.asarray(value_start + [0], np.int32),
+            "value_end": np.asarray(value_end + [0], np.int32),
+            "number": np.asarray(number + [b""], object),
+            "number_length": np.asarray(number_length + [0], np.int32)}
+
+
+def piece_tables(processor):
+    """Per id of a loaded SentencePiece model: the UTF-8 bytes of its piece (what it takes of
+    SentencePiece's normalized text; 0 for the unknown piece, whose text varies) and whether
+    it is made of "▁" only (it stands for no character of the text).
+
+    Returns (piece_bytes int32 [V], word_start_only bool [V]).
+    """
+    size = processor.GetPieceSize()
+    piece_bytes = np.zeros(size, np.int32)
+    word_start_only = np.zeros(size, bool)
+    for index in range(size):
+        piece = processor.IdToPiece(index)
+        if index != processor.unk_id():
+            piece_bytes[index] = len(piece.encode("utf-8"))
+        word_start_only[index] = bool(piece) and not piece.replace(WORD_START, "")
+    return piece_bytes, word_start_only
+
+
+def character_model(proto):
+    """A SentencePiece model that normalizes text as the model `proto` (bytes) does and cuts it
+    at every place that model's pieces can begin or end: its normalizer, its user-defined
+    symbols (which the normalizer leaves alone, and which are one piece each in both) and one
+    piece per character that is a piece of the model; other characters are unknown to both,
+    and SentencePiece makes each run of them one unknown piece in both. tensorflow-text's
+    `SentencepieceTokenizer.tokenize_with_offsets` on it gives, for each character of the
+    normalized text, the bytes of the input it comes from, which the model's own pieces then
+    take by their lengths (the graph's `tokenize_with_offsets`).
+
+    Returns:
+      (bytes of the serialized model, problem): problem is None, or a sentence saying why the
+      model's pieces cannot be placed this way (a piece holding a character that is not a
+      piece itself, which no trained model has; byte fallback).
+    """
+    from sentencepiece import sentencepiece_model_pb2  # pylint: disable=g-import-not-at-top
+
+    model = sentencepiece_model_pb2.ModelProto.FromString(proto)
+    kinds = sentencepiece_model_pb2.ModelProto.SentencePiece
+    user_defined = [p.piece for p in model.pieces if p.type == kinds.USER_DEFINED]
+    singles = {p.piece for p in model.pieces if p.type in (kinds.NORMAL, kinds.USER_DEFINED)
+               and len(p.piece) == 1}
+    problem = None
+    if model.trainer_spec.byte_fallback:
+        problem = "the SentencePiece model falls back to bytes"
+    for piece in model.pieces:
+        if piece.type == kinds.NORMAL and not set(piece.piece) <= singles:
+            problem = (f"the SentencePiece piece {piece.piece!r} holds a character that is not "
+                       "a piece itself")
+            break
+    derived = sentencepiece_model_pb2.ModelProto()
+    derived.CopyFrom(model)
+    del derived.pieces[:]
+    derived.pieces.add(piece="<unk>", type=kinds.UNKNOWN, score=0.0)
+    for piece in user_defined:
+        derived.pieces.add(piece=piece, type=kinds.USER_DEFINED, score=0.0)
+    for char in sorted(singles - set(user_defined)):
+        derived.pieces.add(piece=char, type=kinds.NORMAL, score=-1.0)
+    spec = derived.trainer_spec
+    spec.model_type = spec.UNIGRAM
+    spec.vocab_size = len(derived.pieces)
+    spec.unk_id, spec.pad_id, spec.bos_id, spec.eos_id = 0, -1, -1, -1
+    del spec.control_symbols[:]
+    return derived.SerializeToString(), problem
+
+
 def _make_module_class():
     tf, tf_text = import_tf_text()
     bert_class = _bert_module_class()
@@ -206,7 +328,8 @@ def _make_module_class():
 
     def _apply_exceptions(table, flat, row_splits):
         """Maps each code point of `flat` [C] (rows `row_splits` [N + 1] int64) through an
-        `_exception_table`; returns (mapped flat [C'], its row_splits [N + 1])."""
+        `_exception_table`; returns (mapped flat [C'], its row_splits [N + 1], how many
+        values each of `flat` became int32 [C])."""
         keys, starts, lengths, values = table
         index = tf.searchsorted(keys, flat)  # the sentinel key keeps it in range
         hit = tf.equal(tf.gather(keys, index), flat)
@@ -216,7 +339,27 @@ def _make_module_class():
         mapped = tf.where(tf.repeat(hit, counts), tf.gather(values, source),
                           tf.repeat(flat, counts))
         ends = tf.concat([[0], tf.cumsum(tf.cast(counts, tf.int64))], 0)
-        return mapped, tf.gather(ends, row_splits)
+        return mapped, tf.gather(ends, row_splits), counts
+
+    def _utf8_bytes(code_points):
+        """UTF-8 length of each code point (int32 [C]) -> int64 [C]."""
+        return tf.cast(1 + tf.cast(code_points >= 0x80, tf.int32)
+                       + tf.cast(code_points >= 0x800, tf.int32)
+                       + tf.cast(code_points >= 0x10000, tf.int32), tf.int64)
+
+    def _next_at_or_after(sorted_positions, positions, limit):
+        """The first of `sorted_positions` (int64 [M]) >= each of `positions`, at most `limit`
+        (both int64 [K])."""
+        padded = tf.concat([sorted_positions, [tf.int64.max]], 0)
+        return tf.minimum(tf.gather(padded, tf.searchsorted(sorted_positions, positions)),
+                          limit)
+
+    def _gather_or(values, index, default):
+        """values[index] where 0 <= index < len(values), else `default` (index int64)."""
+        inside = (index >= 0) & (index < tf.size(values, out_type=tf.int64))
+        padded = tf.concat([values, [tf.zeros([], values.dtype)]], 0)
+        picked = tf.gather(padded, tf.where(inside, index, tf.size(values, out_type=tf.int64)))
+        return tf.where(inside, picked, default)
 
     class TokenizerModule(tf.Module):
         """In-graph ALBERT tokenizer: tf.string [N] -> tf.RaggedTensor int64 ids [N, None].
@@ -252,6 +395,20 @@ def _make_module_class():
                     f"{source}: tensorflow-text cannot convert this SentencePiece model "
                     f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
             self._digit_comma = tuple(tf.constant(t) for t in digit_comma_table(processor))
+            # For tokenize_with_offsets: each piece's length in SentencePiece's normalized text,
+            # where the digit-comma rule's pieces lie, and the character model (see
+            # `character_model`) that tells where each normalized character comes from.
+            self._unk_id = int(processor.unk_id())
+            piece_bytes, word_start_only = piece_tables(processor)
+            self._piece_bytes = tf.constant(piece_bytes)
+            self._word_start_only = tf.constant(word_start_only)
+            spans = digit_comma_spans(processor)
+            self._digit_comma_start = tf.constant(spans["value_start"])
+            self._digit_comma_end = tf.constant(spans["value_end"])
+            self._numbers = tf.constant(spans["number"], tf.string)
+            self._number_lengths = tf.constant(spans["number_length"])
+            characters, self._offsets_problem = character_model(proto)
+            self._characters = tf_text.SentencepieceTokenizer(characters, out_type=tf.string)
 
         # str.lower's final-sigma rule, as BERT's graph tokenizer evaluates it (it reads
         # `self._case_class`).
@@ -259,7 +416,8 @@ def _make_module_class():
 
         def _collapse_spaces(self, flat, row_splits):
             """`" ".join(text.strip().split())` on code points: flat int32 [C], row_splits
-            int64 [N + 1] -> (flat [C'], row_splits [N + 1]), spaces as U+0020."""
+            int64 [N + 1] -> (flat [C'], row_splits [N + 1], the index in `flat` of each
+            character kept [C']), spaces as U+0020 (a run's first character)."""
             space = _member(self._spaces, flat)
             word = tf.logical_not(space)
             size = tf.size(flat, out_type=tf.int64)
@@ -275,15 +433,24 @@ def _make_module_class():
             kept = tf.squeeze(tf.where(keep), 1)
             ends = tf.concat([[0], tf.cumsum(tf.cast(keep, tf.int64))], 0)
             values = tf.where(tf.gather(space, kept), 32, tf.gather(flat, kept))
-            return values, tf.gather(ends, row_splits)
+            return values, tf.gather(ends, row_splits), kept
+
+        def _preprocess_code_points(self, flat, row_splits):
+            """`preprocess_text` on code points: flat int32 [C], row_splits int64 [N + 1] ->
+            (flat [C'], row_splits [N + 1], origin int64 [C']: the index in `flat` of the
+            character each output character comes from)."""
+            flat, row_splits, kept = self._collapse_spaces(flat, row_splits)
+            flat, row_splits, counts = _apply_exceptions(self._decompose, flat, row_splits)
+            origin = tf.repeat(kept, counts)
+            if self.do_lower_case:
+                flat = self._final_sigma(flat, row_splits)  # in place
+                flat, row_splits, counts = _apply_exceptions(self._lower, flat, row_splits)
+                origin = tf.repeat(origin, counts)
+            return flat, row_splits, origin
 
         def _preprocess(self, texts):
             cps = tf.strings.unicode_decode(texts, "UTF-8", errors="ignore")
-            flat, row_splits = self._collapse_spaces(cps.flat_values, cps.row_splits)
-            flat, row_splits = _apply_exceptions(self._decompose, flat, row_splits)
-            if self.do_lower_case:
-                flat = self._final_sigma(flat, row_splits)
-                flat, row_splits = _apply_exceptions(self._lower, flat, row_splits)
+            flat, row_splits, _ = self._preprocess_code_points(cps.flat_values, cps.row_splits)
             return tf.strings.unicode_encode(
                 tf.RaggedTensor.from_row_splits(flat, row_splits, validate=False), "UTF-8")
 
@@ -302,10 +469,147 @@ def _make_module_class():
         def __call__(self, texts):
             """texts tf.string [N] -> ids tf.RaggedTensor int64 [N, None]."""
             ids = self._sentencepiece.tokenize(self._preprocess(texts))
-            flat, row_splits = _apply_exceptions(
+            flat, row_splits, _ = _apply_exceptions(
                 self._digit_comma, ids.flat_values, tf.cast(ids.row_splits, tf.int64))
             return tf.RaggedTensor.from_row_splits(tf.cast(flat, tf.int64), row_splits,
                                                    validate=False)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+        def tokenize_with_offsets(self, texts):
+            """texts tf.string [N] -> (ids, starts, ends), int64 tf.RaggedTensors [N, None]:
+            the ids of `__call__` and the bytes [start, end) of each text each piece stands
+            for, those of `AlbertTokenizer.tokenize_with_offsets`' characters (see the module
+            docstring)."""
+            if self._offsets_problem:
+                raise AlbertGraphTokenizerError(
+                    f"tokenize_with_offsets is not available: {self._offsets_problem}")
+            decoded, byte_starts = tf.strings.unicode_decode_with_offsets(
+                texts, "UTF-8", errors="ignore")
+            raw, raw_splits = decoded.flat_values, decoded.row_splits
+            flat, row_splits, origin = self._preprocess_code_points(raw, raw_splits)
+            preprocessed = tf.strings.unicode_encode(
+                tf.RaggedTensor.from_row_splits(flat, row_splits, validate=False), "UTF-8")
+            pieces, start, stop = self._sentencepiece_spans(preprocessed, flat, row_splits)
+            ids, start, stop = self._digit_comma_spans(preprocessed, flat, row_splits, pieces,
+                                                       start, stop)
+            rows = ids.value_rowids()
+            # preprocess_text's characters -> the text's: a span ends after its last
+            # character and the characters preprocess_text drops after it (combining marks),
+            # up to the next character it keeps or whitespace, as the host.
+            raw_last = tf.gather(raw_splits, rows + 1)
+            kept = tf.scatter_nd(origin[:, None], tf.ones_like(origin, tf.int32),
+                                 tf.shape(raw, out_type=tf.int64)) > 0
+            stops = tf.where(kept | _member(self._spaces, raw))[:, 0]
+            nonempty = stop > start
+            position = tf.where(start < tf.gather(row_splits, rows + 1),
+                                _gather_or(origin, start, 0), raw_last)
+            first = tf.where(nonempty, _gather_or(origin, start, 0), position)
+            last = tf.where(nonempty, _next_at_or_after(
+                stops, _gather_or(origin, stop - 1, 0) + 1, raw_last), position)
+            # Characters -> bytes (a position past the last character: the text's length).
+            text_bytes = tf.gather(tf.cast(tf.strings.length(texts), tf.int64), rows)
+
+            def to_bytes(character):
+                return tf.where(character < raw_last,
+                                _gather_or(byte_starts.flat_values, character, 0), text_bytes)
+
+            return (ids, ids.with_flat_values(to_bytes(first)),
+                    ids.with_flat_values(to_bytes(last)))
+
+        def _sentencepiece_spans(self, preprocessed, flat, row_splits):
+            """The model's pieces of the preprocessed texts (before the digit-comma rule) and
+            the characters of `flat` each stands for, as the host's
+            `sentencepiece_pieces_with_offsets`.
+
+            Args: preprocessed tf.string [N]; flat int32 [C], row_splits int64 [N + 1]: its
+              code points.
+            Returns: (pieces, start, stop): the ids, int32 RaggedTensor [N, None]; int64 [K]
+              indexes into `flat`, each piece's characters [start, stop) without whitespace
+              at either end (a piece of "▁" only: empty, where its word starts).
+            """
+            ids = self._sentencepiece.tokenize(preprocessed)
+            piece_ids = ids.flat_values
+            rows = tf.cast(ids.value_rowids(), tf.int64)
+            # Each piece's bytes of SentencePiece's normalized text: its vocab entry's, or, for
+            # an unknown piece, the next run of characters the character model does not know.
+            units, unit_begin, unit_end = self._characters.tokenize_with_offsets(preprocessed)
+            unit_bytes = tf.cast(tf.strings.length(units.flat_values), tf.int64)
+            unit_stop = tf.cumsum(unit_bytes)
+            unknown_units = tf.equal(self._characters.string_to_id(units.flat_values), 0)
+            unknown = tf.equal(piece_ids, self._unk_id)
+            piece_bytes = tf.where(
+                unknown, _gather_or(tf.boolean_mask(unit_bytes, unknown_units),
+                                    tf.cumsum(tf.cast(unknown, tf.int64), exclusive=True), 0),
+                tf.cast(tf.gather(self._piece_bytes, piece_ids), tf.int64))
+            piece_stop = tf.cumsum(piece_bytes)
+            # Every piece boundary is a character model's one (see `character_model`): its
+            # SentencePiece begin and end, bytes of the preprocessed text.
+            begin = _gather_or(tf.cast(unit_begin.flat_values, tf.int64), tf.searchsorted(
+                unit_stop - unit_bytes, piece_stop - piece_bytes, out_type=tf.int64), 0)
+            end = _gather_or(tf.cast(unit_end.flat_values, tf.int64), tf.searchsorted(
+                unit_stop, piece_stop, out_type=tf.int64), 0)
+            # Bytes -> characters, as the host.
+            char_end = tf.cumsum(_utf8_bytes(flat))
+            base = tf.gather(tf.concat([[0], char_end], 0), tf.gather(row_splits, rows))
+            start = tf.searchsorted(char_end, base + begin, side="right", out_type=tf.int64)
+            stop = tf.where(end > begin, tf.searchsorted(char_end, base + end,
+                                                         out_type=tf.int64) + 1, start)
+            last = tf.gather(row_splits, rows + 1)
+            nonspace = tf.where(~_member(self._spaces, flat))[:, 0]
+            # A piece of "▁" only stands for no character: empty, where its word starts.
+            lone = tf.gather(self._word_start_only, piece_ids) & ~unknown
+            word = _next_at_or_after(nonspace, stop, last)
+            start, stop = tf.where(lone, word, start), tf.where(lone, word, stop)
+            # No whitespace at either end.
+            start = tf.minimum(_next_at_or_after(nonspace, start, last), stop)
+            before = tf.searchsorted(nonspace, stop, out_type=tf.int64) - 1
+            stop = tf.maximum(_gather_or(nonspace, before, -1) + 1, start)
+            return ids, start, stop
+
+        def _digit_comma_spans(self, preprocessed, flat, row_splits, pieces, start, stop):
+            """The digit-comma rule on pieces and their spans (`_sentencepiece_spans`), as the
+            host's `encode_pieces_with_offsets`: the number's pieces at their places in it
+            where the text holds the number as the piece writes it (else each the whole
+            number, or empty for a "▁"), the "," on the text's comma.
+
+            Returns: (ids int64 RaggedTensor [N, None], start, stop int64 [K'])."""
+            piece_ids = pieces.flat_values
+            flat_ids, splits, counts = _apply_exceptions(
+                self._digit_comma, piece_ids, tf.cast(pieces.row_splits, tf.int64))
+            ids = tf.RaggedTensor.from_row_splits(tf.cast(flat_ids, tf.int64), splits,
+                                                  validate=False)
+            keys, value_starts = self._digit_comma[:2]
+            key = tf.searchsorted(keys, piece_ids)
+            hit = tf.equal(tf.gather(keys, key), piece_ids)
+            source = tf.repeat(tf.range(tf.size(piece_ids, out_type=tf.int64)), counts)
+            start, stop = tf.gather(start, source), tf.gather(stop, source)
+            rows = ids.value_rowids()
+            at = tf.where(tf.gather(hit, source))[:, 0]  # the rule's pieces
+            key = tf.gather(tf.gather(key, source), at)
+            value = (tf.gather(value_starts, key)
+                     + tf.gather(tf.ragged.range(counts).flat_values, at))
+            a, b = tf.gather(self._digit_comma_start, value), tf.gather(self._digit_comma_end,
+                                                                        value)
+            a, b = tf.cast(a, tf.int64), tf.cast(b, tf.int64)
+            s, e, row = tf.gather(start, at), tf.gather(stop, at), tf.gather(rows, at)
+            has_comma = (e > s) & tf.equal(_gather_or(flat, e - 1, 0), ord(","))
+            number_end = e - tf.cast(has_comma, tf.int64)
+            char_start = tf.concat([[0], tf.cumsum(_utf8_bytes(flat))], 0)
+            base = tf.gather(char_start, tf.gather(row_splits, row))
+            begin = tf.gather(char_start, s) - base
+            written = tf.strings.substr(tf.gather(preprocessed, row), begin,
+                                        tf.gather(char_start, number_end) - base - begin)
+            exact = (tf.equal(number_end - s,
+                              tf.cast(tf.gather(self._number_lengths, key), tf.int64))
+                     & tf.equal(written, tf.gather(self._numbers, key)))
+            comma = a < 0
+            new_start = tf.where(comma, tf.where(has_comma, number_end, s),
+                                 tf.where(exact, s + a, s))
+            new_stop = tf.where(comma, e, tf.where(exact, s + b,
+                                                   tf.where(b > a, number_end, s)))
+            start = tf.tensor_scatter_nd_update(start, at[:, None], new_start)
+            stop = tf.tensor_scatter_nd_update(stop, at[:, None], new_stop)
+            return ids, start, stop
 
     return TokenizerModule
 
@@ -327,7 +631,8 @@ def TokenizerModule(model, do_lower_case=True, core_ops=False, **kwargs):  # noq
         `AlbertGraphTokenizerError`); the graph needs tensorflow-text.
       name: the tf.Module name.
     Returns: the module; `module(texts)` takes tf.string [N] and gives int64 ids
-      tf.RaggedTensor [N, None]; `module.pieces(texts)` the pieces (tf.string, ragged) and
+      tf.RaggedTensor [N, None]; `module.tokenize_with_offsets(texts)` the same ids and each
+      piece's bytes of the text (int64 RaggedTensors starts, ends [N, None]);
       `module.preprocess(texts)` the preprocessed texts tf.string [N].
     """
     return _module_class()(model, do_lower_case=do_lower_case, core_ops=core_ops, **kwargs)

@@ -14,9 +14,11 @@ changing the import: `SPIECE_UNDERLINE`, `preprocess_text`, `encode_pieces`, `en
     --vocab_file may be a SentencePiece model, and `tokenize` runs `preprocess_text` first, as
     every caller of the original does before SentencePiece;
   - `tokenize_to_ids` on both (what the data code calls; `convert_tokens_to_ids(tokenize(t))`).
-  - `preprocess_text_with_offsets`, `encode_pieces_with_offsets` and
+  - `preprocess_text_with_offsets`, `encode_pieces_with_offsets` (on
+    `sentencepiece_pieces_with_offsets`, SentencePiece's own pieces) and
     `AlbertTokenizer.tokenize_with_offsets`: the same pieces and, for each, the characters of
-    the text it stands for (what SQuAD maps predicted pieces back to the context with).
+    the text it stands for (what SQuAD maps predicted pieces back to the context with; the
+    in-graph tokenizer's `tokenize_with_offsets` gives the same as bytes).
 
 The original's behaviour, quirks included (the original code is the authority):
   - `preprocess_text`: whitespace runs collapsed to one space and the ends stripped (Python's
@@ -63,6 +65,7 @@ __all__ = [
     "encode_ids",
     "preprocess_text_with_offsets",
     "encode_pieces_with_offsets",
+    "sentencepiece_pieces_with_offsets",
     "load_vocab",
     "load_sentencepiece",
     "is_sentencepiece_model",
@@ -180,7 +183,7 @@ def preprocess_text_with_offsets(inputs, remove_space=True, lower=False):
     return text, origin
 
 
-def _serialized_pieces(sp_model, text):
+def sentencepiece_pieces_with_offsets(sp_model, text):
     """SentencePiece's pieces of `text` and their character spans [(start, end)] in `text`
     (the pieces of `EncodeAsPieces`; spans from its byte offsets, without whitespace at either
     end; a lone "▁" gets an empty span where its word starts)."""
@@ -224,12 +227,12 @@ def encode_pieces_with_offsets(sp_model, text):
       the start of its word. The digit-comma rule's pieces share the number's characters:
       "▁1990," -> "▁" (empty), "1990" (the digits), "," (the comma).
     """
-    raw, raw_spans = _serialized_pieces(sp_model, text)
+    raw, raw_spans = sentencepiece_pieces_with_offsets(sp_model, text)
     pieces, spans = [], []
     for piece, (start, end) in zip(raw, raw_spans):
         if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
             number = piece[:-1].replace(SPIECE_UNDERLINE, "")
-            sub, sub_spans = _serialized_pieces(sp_model, number)
+            sub, sub_spans = sentencepiece_pieces_with_offsets(sp_model, number)
             has_comma = end > start and text[end - 1] == ","
             number_end = end - 1 if has_comma else end
             exact = text[start:number_end] == number

@@ -308,7 +308,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
             arrays = _block_arrays(features, result_of,
                                    lambda f: all_examples[f.example_index])
             candidates = _block_candidates(*arrays[:3], np.array(example_of_window),
-                                           n_best_size, max_answer_length)
+                                           len(examples), n_best_size, max_answer_length)
         else:
             arrays, candidates = (np.zeros((0, 2, 0)), None, None, []), None
         window_start = 0
@@ -320,10 +320,11 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size, ma
     return output
 
 
-def _block_candidates(logits, valid_start, valid_end, example_of_window, n_best_size,
-                      max_answer_length):
-    """Per example of a block: its valid spans sorted by total score (stable), as arrays
-    (window, start, end, start logit, end logit, total) or None when it has none.
+def _block_candidates(logits, valid_start, valid_end, example_of_window, num_examples,
+                      n_best_size, max_answer_length):
+    """Per example of a block (`num_examples`, those after the last window included): its
+    valid spans sorted by total score (stable), as arrays (window, start, end, start logit,
+    end logit, total) or None when it has none.
 
     The spans of a window are its n best starts x n best ends in the original's loop order
     (window, start, end), kept when both are in the document part, the start has max context,
@@ -342,7 +343,6 @@ def _block_candidates(logits, valid_start, valid_end, example_of_window, n_best_
     example = example_of_window[window]
     order = np.lexsort((-total, example))  # stable: ties keep the loop order
     columns = [c[order] for c in (window, start, end, start_l, end_l, total)]
-    num_examples = int(example_of_window[-1]) + 1 if len(example_of_window) else 0
     bounds = np.concatenate(([0], np.cumsum(np.bincount(example, minlength=num_examples))))
     return [tuple(c[a:b] for c in columns) if b > a else None
             for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]

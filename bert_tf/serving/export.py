@@ -215,14 +215,16 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
                                family=families.of(config).name)
     except ValueError as e:
         raise ExportError(f"--vocab_file={vocab_file}: {e}") from None
-    if task == "squad" and not hasattr(inputs.tokenizer, "normalize"):
-        # SquadExport maps answers back to the context with the graph tokenizer's BasicTokenizer
-        # character mapping (`normalize`): WordPiece's. SentencePiece's graph tokenizer gives
-        # ids only, not the characters each piece stands for.
+    if task == "squad" and not (hasattr(inputs.tokenizer, "tokenize_with_offsets")
+                                or hasattr(inputs.tokenizer, "normalize")):
+        # SquadExport maps answers back to the context with the pieces' offsets in the text
+        # (`tokenize_with_offsets`: SentencePiece's, byte-level BPE's) or with WordPiece's
+        # BasicTokenizer character mapping (`normalize`, for get_final_text).
         raise ExportError(
             f"--task=squad: the {families.of(config).name} graph tokenizer cannot map predicted "
-            "pieces back to the context's characters, so a SQuAD export is not available for "
-            "it; predict with run_squad.py (--do_predict), or export another task")
+            "pieces back to the context's characters (it has neither tokenize_with_offsets nor "
+            "normalize), so a SQuAD export is not available for it; predict with "
+            "run_squad.py (--do_predict), or export another task")
     hidden = config.hidden_size
     if task == "features":
         model = families.build_encoder(config, name="bert")  # any checkpoint's encoder, whatever its head

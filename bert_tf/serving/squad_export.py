@@ -4,17 +4,20 @@
 docstring for how it reproduces run_squad.py's windows, n-best spans and `get_final_text`).
 """
 
+import functools
 import re
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.evaluation.squad_predictions import NO_ANSWER_NULL_ODDS
-from bert_tf.serving.windows import (max_context, split_words, window_pieces, window_spans,
+from bert_tf.serving.windows import (max_context, pieces_of_words, split_words,
+                                     split_words_with_offsets, window_pieces, window_spans,
                                      word_pieces)
 
 # run_squad.py's word split: runs of characters other than space, tab, CR, LF and U+202F.
-_SQUAD_SEPARATORS = "[ \\t\\r\\n\\x{202f}]+"
+_SEPARATOR_CODE_POINTS = [0x20, 0x09, 0x0D, 0x0A, 0x202F]
+_SQUAD_SEPARATORS = "[" + "".join("\\x{%x}" % c for c in _SEPARATOR_CODE_POINTS) + "]+"
 _STRING = tf.TensorSpec([None], tf.string)
 # run_squad.py's initial null score ("large and positive").
 _SQUAD_NULL_START = 1e6
@@ -23,6 +26,28 @@ _SQUAD_NULL_START = 1e6
 def _single_spaced(texts):
     """Each string's space-separated words joined by single spaces (texts: string [N])."""
     return tf.strings.regex_replace(tf.strings.regex_replace(texts, " +", " "), "^ | $", "")
+
+
+@functools.lru_cache(maxsize=1)
+def _python_whitespace():
+    """An RE2 class of the characters `str.isspace` holds for (what `str.strip` strips)."""
+    return "[" + "".join("\\x{%x}" % c for c in range(0x110000)
+                         if not 0xD800 <= c <= 0xDFFF and chr(c).isspace()) + "]"
+
+
+def _stripped(texts):
+    """`str.strip()` of each string (texts: string [N])."""
+    spaces = _python_whitespace()
+    return tf.strings.regex_replace(texts, f"^{spaces}+|{spaces}+$", "")
+
+
+def _gather_or(values, index, default):
+    """values[index] where 0 <= index < len(values), else `default` (values [M], index int
+    [K])."""
+    index = tf.cast(index, tf.int64)
+    inside = (index >= 0) & (index < tf.size(values, out_type=tf.int64))
+    padded = tf.concat([values, tf.cast([default], values.dtype)], 0)
+    return tf.gather(padded, tf.where(inside, index, tf.size(values, out_type=tf.int64)))
 
 
 def _row_values(ragged, index, default):
@@ -56,6 +81,16 @@ class SquadExport(tf.Module):
     "1990"; orig_text itself is the answer when pred_text is not found (e.g. an [UNK] piece) or
     when the two texts differ in length without spaces (e.g. accents stripped, a soft hyphen or
     an NBSP inside a word).
+
+    Pieces that mark word starts with a graph tokenizer that gives each piece's bytes of the
+    text (`tokenize_with_offsets`: ALBERT's SentencePiece; `by_offsets`) are mapped back as
+    run_squad.py's post-processing does with the host tokenizer's characters
+    (bert_tf.data.squad, bert_tf.evaluation.squad_predictions), not by `get_final_text`: each
+    word is tokenized with its pieces' bytes, and the answer is the context's bytes from the
+    span's first piece's start to its last piece's end, whitespace at the ends stripped, as the
+    context writes them (accents, combining marks, case, runs of spaces, "1,000"); where the
+    pieces stand for no character (a lone "▁"), the context from the first piece's word's
+    start to the last piece's word's end.
 
     Version 1.1: no valid span (e.g. an empty context) gives "empty" with score 0, as the
     script. Version 2.0 (`version_2_with_negative`): score_null is the smallest
@@ -99,14 +134,40 @@ class SquadExport(tf.Module):
         for token, index in vocab.items():
             tokens[index] = token
         self.vocab_tokens = tf.constant(tokens, tf.string)
+        # As bert_tf.data.squad: pieces that mark word starts, with a tokenizer that gives each
+        # piece's place in the text, are mapped back to the context by it; WordPiece's by
+        # get_final_text.
+        self.by_offsets = (hasattr(inputs.tokenizer, "tokenize_with_offsets")
+                           and inputs.special_tokens.continuation_prefix is None)
+
+    def _document(self, context):
+        """The context's words and pieces.
+
+        context: string [N] -> (words ragged string [N, None]; doc ragged int64 [N, None], the
+        pieces; word_of_piece int64 [P], see `word_pieces`; spans: None, or with
+        `by_offsets` (piece_start, piece_end int64 [P], the bytes of the context each piece
+        stands for; word_start, word_end int64 [total words], each word's bytes)).
+        """
+        tokenizer = self.inputs.tokenizer
+        if not self.by_offsets:
+            words = split_words(context, _SQUAD_SEPARATORS)
+            doc, word_of_piece, _ = word_pieces(tokenizer, words)
+            return words, doc, word_of_piece, None
+        words, word_starts = split_words_with_offsets(context, _SEPARATOR_CODE_POINTS)
+        ids, starts, ends = tokenizer.tokenize_with_offsets(words.flat_values)
+        doc, word_of_piece, _ = pieces_of_words(ids, words)
+        word_start = word_starts.flat_values
+        word_end = word_start + tf.cast(tf.strings.length(words.flat_values), tf.int64)
+        offset = tf.gather(word_start, ids.value_rowids())
+        return words, doc, word_of_piece, (starts.flat_values + offset,
+                                           ends.flat_values + offset, word_start, word_end)
 
     def _windows(self, question, context):
         """The script's features for every window, as dense tensors (see class docstring)."""
         seq_length = self.inputs.max_seq_length
         tokenizer = self.inputs.tokenizer
         query = tokenizer(question)[:, :self.max_query_length]  # ragged int64 [N, None]
-        words = split_words(context, _SQUAD_SEPARATORS)
-        doc, word_of_piece, _ = word_pieces(tokenizer, words)
+        words, doc, word_of_piece, spans = self._document(context)
 
         special = self.inputs.special_tokens  # the layout of `SpecialTokens.lay_out`
         query_length = query.row_lengths()
@@ -139,13 +200,15 @@ class SquadExport(tf.Module):
         valid_start = max_context(example, start, length, piece)
         doc_piece = tf.clip_by_value(piece, 0, tf.maximum(
             tf.gather(num_tokens, example)[:, None] - 1, 0))
-        word_of_position = tf.gather(
-            word_of_piece, tf.gather(doc.row_splits[:-1], example)[:, None] + doc_piece)
-        return features, example, in_doc, valid_start, word_of_position, words
+        # [W, S]: the index in doc.flat_values of the piece at each position (clipped).
+        piece_of_position = tf.gather(doc.row_splits[:-1], example)[:, None] + doc_piece
+        word_of_position = tf.gather(word_of_piece, piece_of_position)
+        return (features, example, in_doc, valid_start, word_of_position, words,
+                piece_of_position, spans)
 
     def _answer(self, question, context):
-        features, example, valid_end, valid_start, word_of_position, words = self._windows(
-            question, context)
+        (features, example, valid_end, valid_start, word_of_position, words, piece_of_position,
+         spans) = self._windows(question, context)
         outputs = self.model(features, training=False)
         # Padding is never a candidate; -inf keeps it out of the n best, so that a window's
         # candidates do not depend on how far its batch is padded (see class docstring).
@@ -188,16 +251,25 @@ class SquadExport(tf.Module):
         start_position, end_position = pick(start_index, start_rank), pick(end_index, end_rank)
         first_word = tf.where(has_answer, pick(word_of_position, start_position), 0)
         last_word = tf.where(has_answer, pick(word_of_position, end_position), -1)
-        chosen_words = tf.ragged.range(first_word, last_word + 1) + words.row_splits[:-1, None]
-        orig_text = tf.strings.reduce_join(tf.gather(words.flat_values, chosen_words), axis=1,
-                                           separator=" ")
-        start_position = tf.where(has_answer, start_position, 0)
-        end_position = tf.where(has_answer, end_position, -1)
-        positions = tf.ragged.range(tf.cast(start_position, tf.int64),
-                                    tf.cast(end_position, tf.int64) + 1)
-        input_ids = tf.reshape(tf.pad(features["input_ids"], [[0, 1], [0, 0]]), [-1])
-        pred_ids = tf.gather(input_ids, positions + window[:, None] * padded)
-        text = self.final_text(self.pred_text(pred_ids), orig_text)
+        if spans is not None:
+            text = self.context_text(context, spans, words,
+                                     tf.where(has_answer, pick(piece_of_position,
+                                                               start_position), -1),
+                                     tf.where(has_answer, pick(piece_of_position,
+                                                               end_position), -1),
+                                     first_word, last_word)
+        else:
+            chosen_words = (tf.ragged.range(first_word, last_word + 1)
+                            + words.row_splits[:-1, None])
+            orig_text = tf.strings.reduce_join(tf.gather(words.flat_values, chosen_words),
+                                               axis=1, separator=" ")
+            start_position = tf.where(has_answer, start_position, 0)
+            end_position = tf.where(has_answer, end_position, -1)
+            positions = tf.ragged.range(tf.cast(start_position, tf.int64),
+                                        tf.cast(end_position, tf.int64) + 1)
+            input_ids = tf.reshape(tf.pad(features["input_ids"], [[0, 1], [0, 0]]), [-1])
+            pred_ids = tf.gather(input_ids, positions + window[:, None] * padded)
+            text = self.final_text(self.pred_text(pred_ids), orig_text)
         start_logit = tf.where(has_answer, pick(start_top, start_rank), 0.0)
         end_logit = tf.where(has_answer, pick(end_top, end_rank), 0.0)
         if not self.version_2_with_negative:
@@ -220,6 +292,33 @@ class SquadExport(tf.Module):
                 "start_logit": tf.cast(start_logit, tf.float32),
                 "end_logit": tf.cast(end_logit, tf.float32),
                 "null_score_diff": null_score_diff}
+
+    def context_text(self, context, spans, words, first_piece, last_piece, first_word,
+                     last_word):
+        """The answer's text when pieces are mapped back by their offsets (`by_offsets`), as
+        bert_tf.evaluation.squad_predictions: the context's bytes from the first piece's start
+        to the last piece's end, whitespace at the ends stripped; where that is empty (the
+        pieces stand for no character, e.g. a lone "▁"), the context from the first word's
+        start to the last word's end.
+
+        Args:
+          context: string [N]; spans, words: from `_document`;
+          first_piece, last_piece: int64 [N], indexes into the document's pieces (-1: none);
+          first_word, last_word: int64 [N], the pieces' words within their text.
+        Returns: string [N] ("" where there is no piece).
+        """
+        piece_start, piece_end, word_start, word_end = spans
+        begin = _gather_or(piece_start, first_piece, 0)
+        end = _gather_or(piece_end, last_piece, 0)
+        text = tf.strings.substr(context, begin, tf.maximum(end - begin, 0))
+        text = tf.where(end > begin, _stripped(text), "")
+        base = words.row_splits[:-1]
+        word_begin = _gather_or(word_start, base + first_word, 0)
+        word_text = tf.strings.substr(
+            context, word_begin,
+            tf.maximum(_gather_or(word_end, base + last_word, 0) - word_begin, 0))
+        valid = (first_piece >= 0) & (last_piece >= 0)
+        return tf.where(valid, tf.where(tf.equal(text, ""), word_text, text), "")
 
     def pred_text(self, pred_ids):
         """run_squad.py's text of predicted pieces, `SpecialTokens.detokenize` in graph ops:

@@ -29,6 +29,43 @@ def split_words(text, separators):
     return tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
 
 
+def split_words_with_offsets(text, separators):
+    """The words of `split_words` with a separator class of code points, and where each starts.
+
+    Args:
+      text: string [N].
+      separators: list of int, the code points that separate words.
+    Returns:
+      (words: ragged string [N, None], the non-empty runs of other characters (bytes that are
+         not UTF-8 count as characters of their word);
+       starts: ragged int64 [N, None], the byte of its text each word starts at).
+    """
+    code_points, starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8",
+                                                                 errors="replace")
+    flat, row_splits = code_points.flat_values, code_points.row_splits
+    size = tf.size(flat, out_type=tf.int64)
+    row = code_points.value_rowids()
+    # A character's end: the next one's start in its text, or the text's length.
+    ends = tf.where(tf.equal(tf.concat([row[1:], [-1]], 0), row),
+                    tf.concat([starts.flat_values[1:], [0]], 0),
+                    tf.gather(tf.cast(tf.strings.length(text), tf.int64), row))
+    inside = tf.reduce_all(tf.not_equal(flat[:, None], tf.constant(separators, tf.int32)),
+                           axis=1)
+    index = tf.range(size)
+    first = tf.equal(index, tf.gather(row_splits, row))
+    last = tf.equal(index + 1, tf.gather(row_splits, row + 1))
+    previous = tf.concat([[False], inside[:-1]], 0) & ~first
+    following = tf.concat([inside[1:], [False]], 0) & ~last
+    begins = tf.where(inside & ~previous)[:, 0]
+    word_ends = tf.gather(ends, tf.where(inside & ~following)[:, 0])
+    word_starts = tf.gather(starts.flat_values, begins)
+    word_rows = tf.gather(row, begins)
+    words = tf.strings.substr(tf.gather(text, word_rows), word_starts, word_ends - word_starts)
+    nrows = tf.shape(text, out_type=tf.int64)[0]
+    return (tf.RaggedTensor.from_value_rowids(words, word_rows, nrows, validate=False),
+            tf.RaggedTensor.from_value_rowids(word_starts, word_rows, nrows, validate=False))
+
+
 def word_pieces(tokenizer, words):
     """Each text's pieces, tokenized word by word.
 
@@ -41,7 +78,12 @@ def word_pieces(tokenizer, words):
          word each entry of `pieces.flat_values` comes from;
        is_first: bool [P], true on each word's first piece).
     """
-    per_word = tokenizer(words.flat_values)  # [total words, None]
+    return pieces_of_words(tokenizer(words.flat_values), words)
+
+
+def pieces_of_words(per_word, words):
+    """`word_pieces` of words already tokenized: per_word ragged int64 [total words, None],
+    the pieces of each of `words.flat_values` (words: ragged string [N, None])."""
     pieces_per_word = per_word.row_lengths()
     pieces = tf.RaggedTensor.from_row_lengths(
         per_word.flat_values, _row_sums(pieces_per_word, words.row_splits))
