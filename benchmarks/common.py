@@ -1,10 +1,15 @@
 """What every benchmark does the same way: the header naming the machine, the matmul peak and
-BERT's FLOP counts. Importing it does not import TensorFlow (the data benchmarks avoid it)."""
+BERT's FLOP counts, timing training steps (ours and the original's graph), and the examples of
+real length distributions (../shared/lengths.json) the fine-tuning benchmarks run on. Importing
+it does not import TensorFlow (the data benchmarks avoid it)."""
 
 import importlib.metadata
+import itertools
+import json
 import os
 import sys
 import time
+from typing import NamedTuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -142,8 +147,9 @@ def time_interleaved(step_fns, steps, warmup_steps):
 
 
 def timings_interleaved(step_fns, steps, warmup_steps):
-    """{name: {"median", "fastest", "cpu_median", "cpu_fastest"}} seconds per call (wall time,
-    and CPU time of this process: all its threads) of the callables in `step_fns`, after
+    """{name: {"median", "fastest", "cpu_median", "cpu_fastest", "total", "cpu_total"}}
+    seconds per call and summed over the calls (wall time, and CPU time of this process: all
+    its threads) of the callables in `step_fns`, after
     `warmup_steps` calls of each, timed in turns (one call of each per round, the order
     reversed every other round, so that none always runs right after the same other) so that a
     change of load on the shared cores falls on all of them alike. The CPU time is the steadier
@@ -164,7 +170,8 @@ def timings_interleaved(step_fns, steps, warmup_steps):
             wall[name].append(time.perf_counter() - start)
             cpu[name].append(time.process_time() - cpu_start)
     return {name: {"median": float(np.median(wall[name])), "fastest": min(wall[name]),
-                   "cpu_median": float(np.median(cpu[name])), "cpu_fastest": min(cpu[name])}
+                   "cpu_median": float(np.median(cpu[name])), "cpu_fastest": min(cpu[name]),
+                   "total": float(np.sum(wall[name])), "cpu_total": float(np.sum(cpu[name]))}
             for name in step_fns}
 
 
@@ -234,6 +241,25 @@ def trainer_step(config, task, batch, mixed_precision="none", learning_rate=5e-5
     return train_function_step(Trainer(config, task, options), batch)
 
 
+def original_session(build):
+    """(session, what `build()` returned): a tf.compat.v1 session, its variables initialized,
+    on a new graph in which `build()` built an original script's model (the original reads
+    `shape[-1].value`, a TF1 TensorShape: TF1 shapes while it builds)."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    tf.compat.v1.disable_v2_tensorshape()
+    try:
+        with graph.as_default():
+            built = build()
+            init = tf.compat.v1.global_variables_initializer()
+    finally:
+        tf.compat.v1.enable_v2_tensorshape()
+    session = tf.compat.v1.Session(graph=graph)
+    session.run(init)
+    return session, built
+
+
 def original_step(build_train_op, batch):
     """A callable running one float32 training step of an original script's graph, in a
     tf.compat.v1 session that stays open: `build_train_op(features)` (features: `batch` as
@@ -243,20 +269,154 @@ def original_step(build_train_op, batch):
     import numpy as np
     import tensorflow as tf
 
-    graph = tf.Graph()
-    # The original reads `shape[-1].value`, a TF1 TensorShape; only while building its graph.
-    tf.compat.v1.disable_v2_tensorshape()
-    try:
-        with graph.as_default():
-            loss, train_op = build_train_op({k: tf.constant(v) for k, v in batch.items()})
-            init = tf.compat.v1.global_variables_initializer()
-    finally:
-        tf.compat.v1.enable_v2_tensorshape()
-    session = tf.compat.v1.Session(graph=graph)
-    session.run(init)
+    session, (loss, train_op) = original_session(
+        lambda: build_train_op({k: tf.constant(v) for k, v in batch.items()}))
 
     def step():
         _, value = session.run([train_op, loss])
         assert np.isfinite(value)
 
     return step
+
+
+# --- fine-tuning on real length distributions (benchmarks/padding.py, benchmarks/albert.py) ---
+
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+LENGTHS_FILE = os.path.join(SHARED, "lengths.json")
+# Question pieces of a generated SQuAD window (+ [CLS] and two [SEP]).
+SQUAD_QUERY_LENGTH = 12
+
+
+def sample_lengths(set_name, count, max_seq_length, seed):
+    """`count` lengths (numpy int) drawn (seeded) from the histogram `set_name` of
+    lengths.json, capped at `max_seq_length` (None: uncapped)."""
+    import numpy as np
+
+    with open(LENGTHS_FILE, encoding="utf-8") as f:
+        histogram = json.load(f)["sets"][set_name]
+    values = np.array([int(k) for k in histogram])
+    weights = np.array(list(histogram.values()), np.float64)
+    lengths = np.random.RandomState(seed).choice(values, size=count, p=weights / weights.sum())
+    return lengths if max_seq_length is None else np.minimum(lengths, max_seq_length)
+
+
+def cut_positions(lengths, batch_size, max_seq_length, sort=True):
+    """Mean positions computed per example when batches of `batch_size` are cut to their
+    longest, rounded up to padding.DEFAULT_WIDTH: prediction (`sort`) sorts `lengths` within
+    windows of input_pipeline.SORT_WINDOW_BATCHES batches first (what Trainer.predict does on
+    one replica); training (not `sort`) cuts the batches in file order."""
+    import numpy as np
+
+    from bert_tf.training import input_pipeline, padding
+
+    lengths = np.asarray(lengths)
+    window = input_pipeline.SORT_WINDOW_BATCHES * batch_size if sort else len(lengths)
+    total = 0
+    for begin in range(0, len(lengths), window):
+        part = lengths[begin:begin + window]
+        ordered = np.sort(part)[::-1] if sort else part
+        for start in range(0, len(ordered), batch_size):
+            # A short last batch is padded to batch_size (prediction's pad_final_batch).
+            longest = int(ordered[start:start + batch_size].max())
+            total += batch_size * padding.padded_length(longest, max_seq_length)
+    return total / len(lengths)
+
+
+class OnePieceText:
+    """Text of a given number of pieces, made of `words` (list of str) that the tokenizer makes
+    one piece each, so that tokenizing it gives the lengths drawn (`rng`: a random.Random)."""
+
+    def __init__(self, words):
+        self.words = words
+
+    def text(self, rng, pieces):
+        return " ".join(rng.choice(self.words) for _ in range(pieces))
+
+    def pair(self, rng, length):
+        """Two texts a, b of `length` pieces with [CLS] a [SEP] b [SEP] (at least 5)."""
+        inner = max(length - 3, 2)
+        first = max(1, inner // 2 + rng.randint(-inner // 4, inner // 4))
+        return self.text(rng, first), self.text(rng, max(inner - first, 1))
+
+
+def batches_of(features, batch_size, count):
+    """The first `count` batches of `batch_size` examples, in file order (numpy dicts)."""
+    return [{k: v[b * batch_size:(b + 1) * batch_size] for k, v in features.items()}
+            for b in range(count)]
+
+
+def record_arrays(path, spec):
+    """{name: numpy int32 / float32 array [N, ...]} of every record of the TFRecord file
+    `path`, parsed with feature spec `spec`, in file order (the original's padded batches)."""
+    import numpy as np
+    import tensorflow as tf
+
+    batches = tf.data.TFRecordDataset(path).batch(1024).map(
+        lambda records: tf.io.parse_example(records, spec))
+    arrays = {k: np.concatenate([b[k].numpy() for b in batches]) for k in spec}
+    return {k: v.astype(np.float32 if v.dtype.kind == "f" else np.int32)
+            for k, v in arrays.items()}
+
+
+class Timing(NamedTuple):
+    """Seconds of a timed piece of work: wall time and CPU time of this process (all its
+    threads; steadier than the wall time on shared cores, but blind to waits for a core)."""
+
+    wall: float
+    cpu: float
+
+
+def timed(call):
+    """(call()'s result, its `Timing`)."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    result = call()
+    return result, Timing(time.perf_counter() - start, time.process_time() - cpu_start)
+
+
+def trainer_steps(trainer, record_file, batch_size, steps, warmup_steps=None):
+    """A callable running the next training step of `trainer` (a Trainer: its input stream
+    over `record_file`, which its options must read in file order, shuffle_buffer_size=0, and
+    repeat; and its train step), one step per call, after `warmup_steps` (default `steps`: a
+    first pass) untimed steps that trace the step and build each shape's kernels (one step
+    does when the batches are not cut). With `record_file` holding `steps` batches, `steps`
+    calls run those batches (from where the warm-up left the stream)."""
+    import numpy as np
+    import tensorflow as tf
+
+    train = trainer.make_train_function(trainer.input_stream([record_file], batch_size, True))
+    one = tf.constant(1, tf.int32)
+    for _ in range(steps if warmup_steps is None else warmup_steps):
+        train(one)
+
+    def step():
+        loss = train(one)["total_loss"].numpy()
+        assert np.all(np.isfinite(loss))
+
+    return step
+
+
+def trainer_prediction(trainer, record_file, batch_size):
+    """(examples predicted, Timing) of one Trainer.predict pass over `record_file` (the model
+    built before), its tracing and the kernels of each new shape included, as in a run of a
+    script."""
+    def predict():
+        return sum(len(next(iter(b.values()))) for b in trainer.predict([record_file],
+                                                                         batch_size))
+
+    return timed(predict)
+
+
+def session_steps(session, inputs, fetch, batches, warmup_steps=0):
+    """A callable running `fetch` in `session` on the next of `batches` (numpy dicts, fed to
+    the placeholders `inputs` {name: placeholder}; cycling through them), one batch per call,
+    after `warmup_steps` untimed calls on the first batches that do not advance the cycle."""
+    feeds = [{inputs[k]: batch[k] for k in inputs} for batch in batches]
+    for feed in feeds[:warmup_steps]:
+        session.run(fetch, feed)
+    cycle = itertools.cycle(feeds)
+    return lambda: session.run(fetch, next(cycle))
+
+
+def speed_up(baseline, seconds):
+    """'<baseline / seconds>x', or '-' without both."""
+    return f"{baseline / seconds:.2f}x" if baseline and seconds else "-"

@@ -49,18 +49,18 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from common import BERT_BASE, REPO, call_timings, machine_header, print_table  # noqa: E402
+from common import (  # noqa: E402
+    BERT_BASE, REPO, SHARED, SQUAD_QUERY_LENGTH, OnePieceText, batches_of, call_timings,
+    cut_positions, machine_header, original_session, print_table, sample_lengths,
+    session_steps, speed_up, timed, trainer_prediction, trainer_steps)
 
 import numpy as np  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(REPO), "shared")
 VOCAB_FILE = os.path.join(SHARED, "data", "uncased_vocab.txt")
-LENGTHS_FILE = os.path.join(SHARED, "lengths.json")
 LEARNING_RATE = 5e-5
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
 # task -> (lengths.json set, max_seq_length, train batch, predict batch)
@@ -70,55 +70,20 @@ TASKS = {
     "squad": ("squad_v2_dev_5_articles", 384, 8, 8),
 }
 PARTS = ("training", "prediction", "extract_features", "export")
-SQUAD_QUERY_LENGTH = 12  # question pieces of a generated SQuAD window (+ [CLS] and two [SEP])
 
 
 # --- data -----------------------------------------------------------------------------------------
 
-def sample_lengths(set_name, count, max_seq_length, seed):
-    """`count` lengths drawn from the histogram `set_name` of lengths.json, capped."""
-    with open(LENGTHS_FILE, encoding="utf-8") as f:
-        histogram = json.load(f)["sets"][set_name]
-    values = np.array([int(k) for k in histogram])
-    weights = np.array(list(histogram.values()), np.float64)
-    rng = np.random.RandomState(seed)
-    return np.minimum(rng.choice(values, size=count, p=weights / weights.sum()), max_seq_length)
-
-
-def cut_positions(lengths, batch_size, max_seq_length):
-    """Mean positions computed per example when prediction sorts `lengths` within windows of
-    input_pipeline.SORT_WINDOW_BATCHES batches and cuts each batch to its longest, rounded up to
-    padding.DEFAULT_WIDTH (what Trainer.predict does on one replica)."""
-    from bert_tf.training import input_pipeline, padding
-
-    window = input_pipeline.SORT_WINDOW_BATCHES * batch_size
-    total = 0
-    for begin in range(0, len(lengths), window):
-        ordered = np.sort(lengths[begin:begin + window])[::-1]
-        for start in range(0, len(ordered), batch_size):
-            total += batch_size * padding.padded_length(int(ordered[start]), max_seq_length)
-    return total / len(lengths)
-
-
-class Words:
+class Words(OnePieceText):
     """Words of the uncased vocab that are one word piece each (letters only)."""
 
     def __init__(self):
         from bert_tf.bert.tokenization import FullTokenizer
 
         self.tokenizer = FullTokenizer(VOCAB_FILE, do_lower_case=True)
-        self.words = [w for w in self.tokenizer.vocab
-                      if w.isalpha() and w.isascii() and len(w) > 1
-                      and self.tokenizer.tokenize(w) == [w]][:20000]
-
-    def text(self, rng, pieces):
-        return " ".join(rng.choice(self.words) for _ in range(pieces))
-
-    def pair(self, rng, length):
-        """'a ||| b'-style texts of `length` pieces with [CLS] a [SEP] b [SEP]."""
-        inner = max(length - 3, 2)
-        first = max(1, inner // 2 + rng.randint(-inner // 4, inner // 4))
-        return self.text(rng, first), self.text(rng, max(inner - first, 1))
+        super().__init__([w for w in self.tokenizer.vocab
+                          if w.isalpha() and w.isascii() and len(w) > 1
+                          and self.tokenizer.tokenize(w) == [w]][:20000])
 
 
 def _record(features):
@@ -179,12 +144,6 @@ def write_records(path, features):
     return path
 
 
-def batches_of(features, batch_size, count):
-    """The first `count` batches of `batch_size` examples, in file order (numpy dicts)."""
-    return [{k: v[b * batch_size:(b + 1) * batch_size] for k, v in features.items()}
-            for b in range(count)]
-
-
 # --- ours -----------------------------------------------------------------------------------------
 
 def our_task(task, max_seq_length, predict_dynamic_padding=False):
@@ -214,28 +173,17 @@ def time_our_training(config, task, record_file, max_seq_length, batch_size, ste
     """Seconds of `steps` training steps (input stream + train step) on `record_file`, which
     holds `steps` batches: a first pass traces each shape and builds its kernels, the second,
     timed, runs the same batches again (in file order: no shuffle)."""
-    import tensorflow as tf
-
     trainer = our_trainer(config, task, max_seq_length, batch_size, **options)
-    train = trainer.make_train_function(trainer.input_stream([record_file], batch_size, True))
-    one = tf.constant(1, tf.int32)
-    for _ in range(steps):
-        train(one)
-    start = time.perf_counter()
-    for _ in range(steps):
-        values = train(one)
-    float(values["total_loss"][0])
-    return time.perf_counter() - start
+    step = trainer_steps(trainer, record_file, batch_size, steps)
+    return timed(lambda: [step() for _ in range(steps)])[1].wall
 
 
 def time_our_prediction(config, task, record_file, max_seq_length, batch_size, **options):
     """Seconds of one Trainer.predict pass over `record_file` (the model built before), its
     tracing and the kernels of each new shape included, as in a run of the script."""
     trainer = our_trainer(config, task, max_seq_length, batch_size, **options)
-    start = time.perf_counter()
-    count = sum(len(b["input_ids"] if "input_ids" in b else next(iter(b.values())))
-                for b in trainer.predict([record_file], batch_size))
-    return time.perf_counter() - start, count
+    count, timing = trainer_prediction(trainer, record_file, batch_size)
+    return timing.wall, count
 
 
 # --- the original ---------------------------------------------------------------------------------
@@ -261,70 +209,66 @@ def _original_graph(repo, task, config_dict, batch_size, max_seq_length, is_trai
     module = _ORIGINAL_MODULES[name]
     modeling, optimization = module.modeling, module.optimization
     tf1 = tf.compat.v1
-    graph = tf.Graph()
-    tf1.disable_v2_tensorshape()  # the original reads shape[-1].value while building
-    try:
-        with graph.as_default():
-            shape = [batch_size, max_seq_length]
-            names = ["input_ids", "input_mask", "segment_ids"]
-            if task == "classifier":
-                names.append("label_ids")
-            elif task == "tagging":
-                names += ["label_ids", "label_weights"]
-            elif is_training:
-                names += ["start_positions", "end_positions"]
-            spec = {"input_ids": (tf.int32, shape), "input_mask": (tf.int32, shape),
-                    "segment_ids": (tf.int32, shape), "label_weights": (tf.float32, shape),
-                    "label_ids": (tf.int32, shape if task == "tagging" else [batch_size]),
-                    "start_positions": (tf.int32, [batch_size]),
-                    "end_positions": (tf.int32, [batch_size])}
-            inputs = {n: tf1.placeholder(spec[n][0], spec[n][1], name=n) for n in names}
-            config = modeling.BertConfig.from_dict(config_dict)
-            if task == "classifier":
-                loss, _, _, probabilities = module.create_model(
-                    config, is_training, inputs["input_ids"], inputs["input_mask"],
-                    inputs["segment_ids"], inputs["label_ids"], 2, False)
-                outputs = probabilities
-            elif task == "squad":
-                start_logits, end_logits = module.create_model(
-                    config, is_training, inputs["input_ids"], inputs["input_mask"],
-                    inputs["segment_ids"], False)
-                outputs = [start_logits, end_logits]
-                if is_training:
-                    def position_loss(logits, positions):
-                        one_hot = tf1.one_hot(positions, depth=max_seq_length)
-                        log_probs = tf1.nn.log_softmax(logits, axis=-1)
-                        return -tf1.reduce_mean(tf1.reduce_sum(one_hot * log_probs, axis=-1))
 
-                    loss = (position_loss(start_logits, inputs["start_positions"])
-                            + position_loss(end_logits, inputs["end_positions"])) / 2.0
-            else:  # tagging: the original has no script; its encoder and a token softmax
-                model = modeling.BertModel(config, is_training, inputs["input_ids"],
-                                           inputs["input_mask"], inputs["segment_ids"])
-                hidden = model.get_sequence_output()
-                if is_training:
-                    hidden = tf1.nn.dropout(hidden, keep_prob=0.9)
-                weights = tf1.get_variable(
-                    "output_weights", [len(TAGS), config.hidden_size],
-                    initializer=tf1.truncated_normal_initializer(stddev=0.02))
-                bias = tf1.get_variable("output_bias", [len(TAGS)],
-                                        initializer=tf1.zeros_initializer())
-                logits = tf1.einsum("bsh,ch->bsc", hidden, weights) + bias
-                outputs = logits
-                if is_training:
+    def build():
+        shape = [batch_size, max_seq_length]
+        names = ["input_ids", "input_mask", "segment_ids"]
+        if task == "classifier":
+            names.append("label_ids")
+        elif task == "tagging":
+            names += ["label_ids", "label_weights"]
+        elif is_training:
+            names += ["start_positions", "end_positions"]
+        spec = {"input_ids": (tf.int32, shape), "input_mask": (tf.int32, shape),
+                "segment_ids": (tf.int32, shape), "label_weights": (tf.float32, shape),
+                "label_ids": (tf.int32, shape if task == "tagging" else [batch_size]),
+                "start_positions": (tf.int32, [batch_size]),
+                "end_positions": (tf.int32, [batch_size])}
+        inputs = {n: tf1.placeholder(spec[n][0], spec[n][1], name=n) for n in names}
+        config = modeling.BertConfig.from_dict(config_dict)
+        if task == "classifier":
+            loss, _, _, probabilities = module.create_model(
+                config, is_training, inputs["input_ids"], inputs["input_mask"],
+                inputs["segment_ids"], inputs["label_ids"], 2, False)
+            outputs = probabilities
+        elif task == "squad":
+            start_logits, end_logits = module.create_model(
+                config, is_training, inputs["input_ids"], inputs["input_mask"],
+                inputs["segment_ids"], False)
+            outputs = [start_logits, end_logits]
+            if is_training:
+                def position_loss(logits, positions):
+                    one_hot = tf1.one_hot(positions, depth=max_seq_length)
                     log_probs = tf1.nn.log_softmax(logits, axis=-1)
-                    one_hot = tf1.one_hot(inputs["label_ids"], depth=len(TAGS))
-                    per_token = -tf1.reduce_sum(one_hot * log_probs, axis=-1)
-                    weights = inputs["label_weights"]
-                    loss = tf1.reduce_sum(per_token * weights) / tf1.maximum(
-                        tf1.reduce_sum(weights), 1.0)
-            fetch = ([optimization.create_optimizer(loss, LEARNING_RATE, 10**6, 100, False),
-                      loss] if is_training else outputs)
-            init = tf1.global_variables_initializer()
-    finally:
-        tf1.enable_v2_tensorshape()
-    session = tf1.Session(graph=graph)
-    session.run(init)
+                    return -tf1.reduce_mean(tf1.reduce_sum(one_hot * log_probs, axis=-1))
+
+                loss = (position_loss(start_logits, inputs["start_positions"])
+                        + position_loss(end_logits, inputs["end_positions"])) / 2.0
+        else:  # tagging: the original has no script; its encoder and a token softmax
+            model = modeling.BertModel(config, is_training, inputs["input_ids"],
+                                       inputs["input_mask"], inputs["segment_ids"])
+            hidden = model.get_sequence_output()
+            if is_training:
+                hidden = tf1.nn.dropout(hidden, keep_prob=0.9)
+            weights = tf1.get_variable(
+                "output_weights", [len(TAGS), config.hidden_size],
+                initializer=tf1.truncated_normal_initializer(stddev=0.02))
+            bias = tf1.get_variable("output_bias", [len(TAGS)],
+                                    initializer=tf1.zeros_initializer())
+            logits = tf1.einsum("bsh,ch->bsc", hidden, weights) + bias
+            outputs = logits
+            if is_training:
+                log_probs = tf1.nn.log_softmax(logits, axis=-1)
+                one_hot = tf1.one_hot(inputs["label_ids"], depth=len(TAGS))
+                per_token = -tf1.reduce_sum(one_hot * log_probs, axis=-1)
+                weights = inputs["label_weights"]
+                loss = tf1.reduce_sum(per_token * weights) / tf1.maximum(
+                    tf1.reduce_sum(weights), 1.0)
+        fetch = ([optimization.create_optimizer(loss, LEARNING_RATE, 10**6, 100, False),
+                  loss] if is_training else outputs)
+        return inputs, fetch
+
+    session, (inputs, fetch) = original_session(build)
     return session, inputs, fetch
 
 
@@ -334,18 +278,10 @@ def time_original(repo, task, config_dict, batches, max_seq_length, is_training)
     prediction from its first batch on (as ours, timed with its tracing)."""
     session, inputs, fetch = _original_graph(repo, task, config_dict, len(
         batches[0]["input_ids"]), max_seq_length, is_training)
-
-    def feed(batch):
-        return {inputs[k]: batch[k] for k in inputs}
-
-    if is_training:
-        session.run(fetch, feed(batches[0]))
-    start = time.perf_counter()
-    for batch in batches:
-        session.run(fetch, feed(batch))
-    seconds = time.perf_counter() - start
+    step = session_steps(session, inputs, fetch, batches, warmup_steps=int(is_training))
+    _, timing = timed(lambda: [step() for _ in batches])
     session.close()
-    return seconds
+    return timing.wall
 
 
 def time_keras_hub(config_dict, batches, max_seq_length):
@@ -369,10 +305,7 @@ def time_keras_hub(config_dict, batches, max_seq_length):
         classifier.train_on_batch(x, batch["label_ids"])
 
     step(batches[0])
-    start = time.perf_counter()
-    for batch in batches:
-        step(batch)
-    return time.perf_counter() - start
+    return timed(lambda: [step(batch) for batch in batches])[1].wall
 
 
 # --- extract_features and the export --------------------------------------------------------------
@@ -466,10 +399,6 @@ def export_rows(args, words, config, config_dict, checkpoint):
 
 
 # --- main -----------------------------------------------------------------------------------------
-
-def _ratio(baseline, seconds):
-    return f"{baseline / seconds:.2f}x" if baseline and seconds else "-"
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -590,7 +519,7 @@ def main():
 
     baselines = {(p, t, b): s for p, t, b, n, s, _ in results if n.startswith("original")}
     table = [[p, t, b, n, f"{s:.2f}" if s >= 1 else f"{s * 1e3:.1f} ms",
-              _ratio(baselines.get((p, t, b)), s), note]
+              speed_up(baselines.get((p, t, b)), s), note]
              for p, t, b, n, s, note in results]
     print()
     print(f"load average (1, 5, 15 min) at the end: "
