@@ -97,7 +97,8 @@ def test_model_is_the_encoder_and_the_tied_masked_lm_head():
             for _, original, transposed, letters in rows} == {
         name: tuple(v.shape) for name, v in variables.items()}
     assert not [n for n in variables if "seq_relationship" in n]
-    feats = {"input_ids": tf.constant([[0, 50, 60, 2, 1]]), "input_mask": tf.constant([[1] * 4 + [0]]),
+    feats = {"input_ids": tf.constant([[0, 50, 60, 2, 1]]),
+             "input_mask": tf.constant([[1] * 4 + [0]]),
              "segment_ids": tf.zeros([1, 5], tf.int32),
              "masked_lm_positions": tf.constant([[1, 2]])}
     out = model(feats)

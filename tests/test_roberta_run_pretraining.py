@@ -132,7 +132,8 @@ def _bert_records(path):
 
 @pytest.mark.parametrize("case, message", [
     ("missing_input", "run_pretraining: error: --input_file: no file matches"),
-    ("bert_records", "bert.tfrecord: not a RoBERTa record of bert_tf.roberta.create_pretraining_data"),
+    ("bert_records",
+     "bert.tfrecord: not a RoBERTa record of bert_tf.roberta.create_pretraining_data"),
     ("bert_config", "model_type 'bert', not 'roberta'"),
     ("too_long", "--max_seq_length=40 is longer than the 32 tokens the roberta config takes"),
     ("missing_vocab", "run_pretraining: error: --vocab_file"),

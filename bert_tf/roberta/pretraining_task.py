@@ -262,21 +262,7 @@ def check_records(input_files, max_seq_length, vocab_size):
     feature is int64 `input_ids` of max_seq_length ids below vocab_size. Raises InputError
     naming the file and what it holds instead."""
     for path in input_files:
-        try:
-            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-        except tf.errors.OpError as e:
-            raise input_pipeline.InputError(
-                f"{path}: not a readable TFRecord file ({input_pipeline.first_line(e)})"
-            ) from None
-        if first is None:
-            raise input_pipeline.InputError(f"{path}: holds no records")
-        example = tf.train.Example()
-        try:
-            example.ParseFromString(first.numpy())
-        except Exception:  # protobuf's DecodeError; its module path varies by implementation
-            raise input_pipeline.InputError(
-                f"{path}: the first record is not a tf.train.Example") from None
-        features = example.features.feature
+        features = input_pipeline.first_example_features(path)
         if set(features) != {"input_ids"}:
             raise input_pipeline.InputError(
                 f"{path}: not a RoBERTa record of bert_tf.roberta.create_pretraining_data "

@@ -53,6 +53,26 @@ def expand_input_patterns(input_file):
     return files
 
 
+def first_example_features(path):
+    """The features ({name: tf.train.Feature}) of the first record of TFRecord file `path`.
+    Raises InputError naming the file when it cannot be read, holds no record, or its first
+    record is not a tf.train.Example."""
+    try:
+        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+        raise InputError(f"{path}: not a readable TFRecord file ({first_line(e)})") from None
+    except tf.errors.OpError as e:
+        raise InputError(f"{path}: cannot read ({first_line(e)})") from None
+    if first is None:
+        raise InputError(f"{path}: holds no records")
+    example = tf.train.Example()
+    try:
+        example.ParseFromString(first.numpy())
+    except Exception:  # protobuf's DecodeError; its module path varies by implementation
+        raise InputError(f"{path}: the first record is not a tf.train.Example") from None
+    return example.features.feature
+
+
 def check_records(input_files, max_seq_length, max_predictions_per_seq):
     """Reads the first record of each file and checks it is a pretraining record of the flags'
     shape. Raises InputError naming the file and what is wrong (not a TFRecord file, not a
@@ -76,20 +96,7 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
         "next_sentence_labels": "next_sentence_labels",
     }
     for path in input_files:
-        try:
-            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-            raise InputError(f"{path}: not a readable TFRecord file ({first_line(e)})") from None
-        except tf.errors.OpError as e:
-            raise InputError(f"{path}: cannot read ({first_line(e)})") from None
-        if first is None:
-            raise InputError(f"{path}: holds no records")
-        example = tf.train.Example()
-        try:
-            example.ParseFromString(first.numpy())
-        except Exception:  # protobuf's DecodeError; its module path varies by implementation
-            raise InputError(f"{path}: the first record is not a tf.train.Example") from None
-        features = example.features.feature
+        features = first_example_features(path)
         missing = [name for name in FEATURE_NAMES if name not in features]
         if missing:
             raise InputError(
