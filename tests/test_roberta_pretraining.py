@@ -33,6 +33,7 @@ from bert_tf.roberta.pretraining_task import (
     RobertaPretrainer, RobertaPretrainingOptions, RobertaPretrainingTask, read_vocab, run,
 )
 from bert_tf.training import input_pipeline
+from bert_tf.training.optimizer import AdamWeightDecay, clip_by_global_norm
 from bert_tf.training.schedule import WarmupLinearDecay
 from test_training_helpers import assert_adam_steps_match, read_checkpoint, trainer_state
 
@@ -351,3 +352,57 @@ def test_three_trainer_steps_equal_fairseqs_adam(tmp_path):
     assert not np.array_equal(ours["roberta/embeddings/LayerNorm/gamma"],
                               start["roberta/embeddings/LayerNorm/gamma"])
 
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_bias_corrected_adam_on_fed_gradients_is_fairseqs(jit_compile):
+    """AdamWeightDecay(bias_correction=True), fairseq's settings, three steps of fed float32
+    gradients (a LayerNorm gamma and a bias decayed too; one element's gradient 1e-9, far below
+    epsilon) against fairseq's `Adam.step` in float64: each step adds to
+    a weight's bound 16 u of the weight and of the step it took, to a moment's 4 u of the term
+    it adds ((1 - beta) |g| or g**2), the rule of test_training_lamb.albert_bounds."""
+    rng = np.random.RandomState(3)
+    shapes = {"l/dense/kernel": (3, 4), "l/dense/bias": (4,), "l/LayerNorm/gamma": (4,)}
+    init = {n: rng.randn(*s).astype(np.float32) for n, s in shapes.items()}
+    init["l/LayerNorm/gamma"][:] = 1.0
+    variables = {n: tf.Variable(v) for n, v in init.items()}
+    opt = AdamWeightDecay(beta_1=0.9, beta_2=0.98, epsilon=1e-6, bias_correction=True,
+                          exclude_from_weight_decay=(), jit_compile=jit_compile)
+    opt.build(variables)
+    ref = {n: (v.astype(np.float64), np.zeros(v.shape), np.zeros(v.shape))
+           for n, v in init.items()}
+    bounds = {n: np.zeros(v.shape) for n, v in init.items()}
+    m_bounds = {n: np.zeros(v.shape) for n, v in init.items()}
+    v_bounds = {n: np.zeros(v.shape) for n, v in init.items()}
+    for t, lr in enumerate([np.float32(1e-3), np.float32(6e-4), np.float32(2e-4)], start=1):
+        grads = {n: (rng.randn(*s) * 0.1).astype(np.float32) for n, s in shapes.items()}
+        grads["l/dense/bias"][0] = np.float32(1e-9)
+        opt.apply_gradients([tf.constant(grads[n]) for n in shapes], tf.constant(lr),
+                            step=tf.constant(t, tf.int64))
+        for n in shapes:
+            before = ref[n][0]
+            ref[n] = fairseq_adam_step(*ref[n][:1], grads[n].astype(np.float64), *ref[n][1:],
+                                       t, float(lr))
+            bounds[n] += FLOAT32_U * (16 * np.abs(ref[n][0]) + 16 * np.abs(ref[n][0] - before))
+            m_bounds[n] += 4 * FLOAT32_U * 0.1 * np.abs(grads[n])
+            v_bounds[n] += 4 * FLOAT32_U * 0.02 * np.square(grads[n].astype(np.float64))
+    state = opt.get_state()
+    for n in shapes:
+        assert np.all(np.abs(variables[n].numpy() - ref[n][0]) <= bounds[n]), n
+        assert np.all(np.abs(state["adam_m"][n] - ref[n][1]) <= m_bounds[n]), n
+        assert np.all(np.abs(state["adam_v"][n] - ref[n][2]) <= v_bounds[n]), n
+
+
+def test_clip_norm_zero_clips_nothing():
+    """fairseq's --clip-norm 0: the gradients as they are, with their global norm (dense and
+    with IndexedSlices rows counted)."""
+    grads = [tf.constant([3.0, 4.0]), tf.constant([[12.0]])]
+    out, norm = clip_by_global_norm(grads, 0.0)
+    assert float(norm) == 13.0
+    for a, b in zip(out, grads):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    out, norm = clip_by_global_norm(grads, 0.0, sparse=[False, True], sparse_norm_sq=25.0)
+    assert float(norm) == np.float32(np.sqrt(50.0))  # sqrt(3**2 + 4**2 + 25), in float32
+    np.testing.assert_array_equal(out[1].numpy(), grads[1].numpy())
+    clipped, _ = clip_by_global_norm(grads, 1.0)
+    assert float(tf.linalg.global_norm(clipped)) == pytest.approx(1.0)
