@@ -437,7 +437,8 @@ def assert_steps_match(steps, recorded):
                                                       abs=1e-12), step
 
 
-def assert_adam_steps_match(ours, original, start, steps, bounded, v_as_gradients=False):
+def assert_adam_steps_match(ours, original, start, steps, bounded, v_as_gradients=False,
+                            beta_1=0.9, beta_2=0.999, bias_corrected=False):
     """`ours` and `original` (name -> array, after the recorded `steps`, each with its
     learning_rate, of Adam from the checkpoint `start`): every tensor within 1e-5 relative to
     the original's largest magnitude (with `v_as_gradients`, the square roots of the adam_v
@@ -450,10 +451,12 @@ def assert_adam_steps_match(ours, original, start, steps, bounded, v_as_gradient
     A = sqrt(v_max) / (sqrt(v) + epsilon) times larger at an element whose gradients are A
     times smaller (the original's adam_v after the steps; epsilon 1e-6, the optimizers'): a
     weight's tolerance is 1e-5 of the tensor's largest magnitude times max(1, A) of its
-    element (the limit, A -> infinity at v = 0, is the `bounded` variables' case)."""
+    element (the limit, A -> infinity at v = 0, is the `bounded` variables' case). `beta_1`,
+    `beta_2`, `bias_corrected`: the Adam whose largest move bounds the `bounded` weights."""
     from rounding_bounds import adam_step_bound
 
-    largest_move = sum(s["learning_rate"] * adam_step_bound(t + 1) for t, s in enumerate(steps))
+    largest_move = sum(s["learning_rate"] * adam_step_bound(t + 1, beta_1, beta_2, bias_corrected)
+                       for t, s in enumerate(steps))
     for name, expected in original.items():
         if name == "global_step":
             continue

@@ -23,8 +23,13 @@ class BertPretrainingModel(keras.Model):
     (`embedding_output`, `all_encoder_layers`, `sequence_output`, `pooled_output`) plus
     `mlm_log_probs` float32 [B * P, V] and `nsp_log_probs` float32 [B, 2].
     All variables exist once the model is constructed. The encoder is the config's family's
-    (ALBERT's pretraining model is this one on an ALBERT encoder).
+    (ALBERT's pretraining model is this one on an ALBERT encoder). A subclass without the
+    next-sentence head (`has_next_sentence` False: RoBERTa's, masked LM only) outputs no
+    `nsp_log_probs` and has no `cls/seq_relationship` variables.
     """
+
+    # Whether the model has BERT's next-sentence head (`cls/seq_relationship`).
+    has_next_sentence = True
 
     def __init__(self, config, **kwargs):
         if isinstance(config, dict):
@@ -38,14 +43,17 @@ class BertPretrainingModel(keras.Model):
             layer_norm_eps=config.layer_norm_eps, embedding_size=config.embedding_size,
             name="predictions",
         )
-        self.next_sentence = NextSentenceHead(
-            config.hidden_size, config.initializer_range, name="seq_relationship"
-        )
+        self.next_sentence = None
+        if self.has_next_sentence:
+            self.next_sentence = NextSentenceHead(
+                config.hidden_size, config.initializer_range, name="seq_relationship"
+            )
         self.build()
 
     def build(self, input_shape=None):
         self.masked_lm.build()
-        self.next_sentence.build()
+        if self.next_sentence is not None:
+            self.next_sentence.build()
         self.built = True
 
     def call(self, inputs, training=False):
@@ -54,20 +62,23 @@ class BertPretrainingModel(keras.Model):
         outputs["mlm_log_probs"] = self.masked_lm(
             outputs["sequence_output"], inputs["masked_lm_positions"], self.bert.embedding_table
         )
-        outputs["nsp_log_probs"] = self.next_sentence(outputs["pooled_output"])
+        if self.next_sentence is not None:
+            outputs["nsp_log_probs"] = self.next_sentence(outputs["pooled_output"])
         return outputs
 
     def checkpoint_variables(self):
         """{original name: variable}: the encoder's, then the heads' under `cls/`."""
         head = self.masked_lm
-        return {
+        variables = {
             **self.bert.checkpoint_variables(),
             **dense_variables("cls/predictions/transform/dense", head.dense),
             **layer_norm_variables("cls/predictions/transform/LayerNorm", head.layer_norm),
             "cls/predictions/output_bias": head.output_bias,
-            "cls/seq_relationship/output_weights": self.next_sentence.output_weights,
-            "cls/seq_relationship/output_bias": self.next_sentence.output_bias,
         }
+        if self.next_sentence is not None:
+            variables["cls/seq_relationship/output_weights"] = self.next_sentence.output_weights
+            variables["cls/seq_relationship/output_bias"] = self.next_sentence.output_bias
+        return variables
 
     def required_checkpoint_scopes(self):
         """Name prefixes every variable of which a checkpoint of this model must hold (the
@@ -86,6 +97,27 @@ def _label_log_prob(log_probs, labels):
     """-log_probs[i, labels[i]] for each row: [N, C], int [N] -> [N]."""
     labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
     return -tf.gather(log_probs, labels, batch_dims=1)
+
+
+def masked_lm_loss(mlm_log_probs, masked_lm_ids, masked_lm_weights, masked_lm_weight_sum=None):
+    """The original's masked-LM loss: sum(w * nll) / (sum(w) + 1e-5).
+
+    Args:
+      mlm_log_probs: float32 [B * P, V] (`BertPretrainingModel`'s `mlm_log_probs`).
+      masked_lm_ids: int [B, P]; masked_lm_weights: float [B, P] (0 for padding predictions).
+      masked_lm_weight_sum: optional scalar, the weight sum of the whole global batch (this
+        part's loss is then its share of the global batch's); default this batch's.
+    Returns:
+      (loss float32 scalar, per-prediction losses float32 [B * P]).
+    """
+    weights = tf.reshape(tf.cast(masked_lm_weights, tf.float32), [-1])
+    example_loss = _label_log_prob(mlm_log_probs, masked_lm_ids)
+    if masked_lm_weight_sum is None:
+        masked_lm_weight_sum = tf.reduce_sum(weights)
+    loss = tf.reduce_sum(weights * example_loss) / (
+        tf.cast(masked_lm_weight_sum, tf.float32) + _MLM_DENOMINATOR_EPSILON
+    )
+    return loss, example_loss
 
 
 def pretraining_loss(outputs, features, masked_lm_weight_sum=None, global_batch_size=None):
@@ -108,17 +140,14 @@ def pretraining_loss(outputs, features, masked_lm_weight_sum=None, global_batch_
     check_inputs(features, LABEL_FEATURES, "pretraining_loss")
     if (masked_lm_weight_sum is None) != (global_batch_size is None):
         raise ValueError("pretraining_loss: give both masked_lm_weight_sum and global_batch_size, or neither")
-    weights = tf.reshape(tf.cast(features["masked_lm_weights"], tf.float32), [-1])
-    mlm_example_loss = _label_log_prob(outputs["mlm_log_probs"], features["masked_lm_ids"])
+    mlm_loss, mlm_example_loss = masked_lm_loss(
+        outputs["mlm_log_probs"], features["masked_lm_ids"], features["masked_lm_weights"],
+        masked_lm_weight_sum)
     nsp_example_loss = _label_log_prob(outputs["nsp_log_probs"], features["next_sentence_labels"])
-    if masked_lm_weight_sum is None:
-        masked_lm_weight_sum = tf.reduce_sum(weights)
+    if global_batch_size is None:
         nsp_loss = tf.reduce_mean(nsp_example_loss)
     else:
         nsp_loss = tf.reduce_sum(nsp_example_loss) / tf.cast(global_batch_size, tf.float32)
-    mlm_loss = tf.reduce_sum(weights * mlm_example_loss) / (
-        tf.cast(masked_lm_weight_sum, tf.float32) + _MLM_DENOMINATOR_EPSILON
-    )
     return {
         "total_loss": mlm_loss + nsp_loss,
         "masked_lm_loss": mlm_loss,

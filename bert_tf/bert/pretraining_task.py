@@ -98,8 +98,11 @@ class Pretrainer(Trainer):
     task_class = PretrainingTask
 
     def __init__(self, config, options, strategy=None):
-        task = self.task_class(options.max_seq_length, options.max_predictions_per_seq)
-        super().__init__(config, task, options, strategy)
+        super().__init__(config, self.make_task(config, options), options, strategy)
+
+    def make_task(self, config, options):
+        """The task of `options` (a family's pretrainer may build its own differently)."""
+        return self.task_class(options.max_seq_length, options.max_predictions_per_seq)
 
     def train(self, step_callback=None):
         """Trains to num_train_steps (see `Trainer.train`); returns the last checkpoint."""

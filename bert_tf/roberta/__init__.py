@@ -21,4 +21,10 @@ Its rooms (as its siblings'; those not listed are being built):
   create_pretraining_data.py  its command (`python -m bert_tf.roberta.create_pretraining_data`)
   masking.py           dynamic masking as fairseq's MaskTokensDataset (int(0.15 n + U)
                        positions, 80/10/10), drawn statelessly from (seed, epoch, index)
+  pretraining.py       `RobertaPretrainingModel` (encoder + BERT's masked-LM head, tied, no
+                       next-sentence head) and `mlm_loss`
+  pretraining_task.py  RoBERTa pretraining on the trainer: records masked in the input
+                       pipeline from (seed, epoch, index), fairseq's Adam (bias correction,
+                       betas (0.9, 0.98), decay 0.01) and polynomial_decay schedule
+  run_pretraining.py   its command (`python -m bert_tf.roberta.run_pretraining`)
 """

@@ -53,6 +53,26 @@ def expand_input_patterns(input_file):
     return files
 
 
+def first_example_features(path):
+    """The features ({name: tf.train.Feature}) of the first record of TFRecord file `path`.
+    Raises InputError naming the file when it cannot be read, holds no record, or its first
+    record is not a tf.train.Example."""
+    try:
+        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+        raise InputError(f"{path}: not a readable TFRecord file ({first_line(e)})") from None
+    except tf.errors.OpError as e:
+        raise InputError(f"{path}: cannot read ({first_line(e)})") from None
+    if first is None:
+        raise InputError(f"{path}: holds no records")
+    example = tf.train.Example()
+    try:
+        example.ParseFromString(first.numpy())
+    except Exception:  # protobuf's DecodeError; its module path varies by implementation
+        raise InputError(f"{path}: the first record is not a tf.train.Example") from None
+    return example.features.feature
+
+
 def check_records(input_files, max_seq_length, max_predictions_per_seq):
     """Reads the first record of each file and checks it is a pretraining record of the flags'
     shape. Raises InputError naming the file and what is wrong (not a TFRecord file, not a
@@ -76,20 +96,7 @@ def check_records(input_files, max_seq_length, max_predictions_per_seq):
         "next_sentence_labels": "next_sentence_labels",
     }
     for path in input_files:
-        try:
-            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-            raise InputError(f"{path}: not a readable TFRecord file ({first_line(e)})") from None
-        except tf.errors.OpError as e:
-            raise InputError(f"{path}: cannot read ({first_line(e)})") from None
-        if first is None:
-            raise InputError(f"{path}: holds no records")
-        example = tf.train.Example()
-        try:
-            example.ParseFromString(first.numpy())
-        except Exception:  # protobuf's DecodeError; its module path varies by implementation
-            raise InputError(f"{path}: the first record is not a tf.train.Example") from None
-        features = example.features.feature
+        features = first_example_features(path)
         missing = [name for name in FEATURE_NAMES if name not in features]
         if missing:
             raise InputError(
@@ -137,13 +144,21 @@ def _parse_batch(serialized, spec):
     }
 
 
-def _permuted_epochs(input_files, seed):
+def _permuted_epochs(input_files, seed, with_epochs=False):
     """The serialized records of `input_files`, held in memory, in a fresh seeded permutation
     each epoch, repeated: every record exactly once per epoch. The shuffle is of record
     indexes, so a checkpointed iterator holds the rest of the epoch's indexes (8 bytes a
-    record), not records."""
+    record), not records.
+
+    With `with_epochs`, elements are (epoch, index, serialized) as `_records_with_epochs`
+    names them: the epoch is the pass over the records, the index the record's
+    `record_index`."""
+    records, indexes = [], []
     try:
-        records = list(tf.data.TFRecordDataset(input_files).as_numpy_iterator())
+        for file_number, path in enumerate(input_files):
+            for number, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+                records.append(record)
+                indexes.append(record_index(file_number, number))
     except tf.errors.OpError as e:
         raise InputError(f"cannot read the training records ({', '.join(input_files[:3])}"
                          f"{', ...' if len(input_files) > 3 else ''}): {first_line(e)}") from None
@@ -155,7 +170,58 @@ def _permuted_epochs(input_files, seed):
     records = tf.constant(records)
     d = tf.data.Dataset.range(num_records)
     d = d.shuffle(num_records, seed=seed, reshuffle_each_iteration=True).repeat()
-    return d.map(lambda i: tf.gather(records, i))
+    if not with_epochs:
+        return d.map(lambda i: tf.gather(records, i))
+    indexes = tf.constant(indexes, tf.int64)
+    return d.enumerate().map(
+        lambda position, i: (position // num_records, tf.gather(indexes, i),
+                             tf.gather(records, i)))
+
+
+# A record's `record_index`: its file's number in the input file list times this, plus its
+# number in the file (files of up to 2**32 records).
+RECORDS_PER_FILE = 2 ** 32
+
+
+def record_index(file_number, number_in_file):
+    """The index a `record_parser` gets for record `number_in_file` (from 0) of file
+    `file_number` (from 0) of the input file list: the same in every reading mode."""
+    return file_number * RECORDS_PER_FILE + number_in_file
+
+
+def _records_with_epochs(input_files, is_training, shuffle_buffer_size, seed, cycle_length,
+                         file_shard=None):
+    """(epoch, index, serialized) for each record read, for a `record_parser`: the files as
+    `make_dataset` reads them, each record with its `record_index` and the number of the pass
+    over the file list in which its file was opened (0 for eval, which reads once). The pass
+    is counted before the file shuffle (whose buffer holds one pass, so a file may be read
+    just before another of the previous pass): each (epoch, index) is read once.
+
+    `file_shard`: (num_shards, shard) of the files this pipeline reads (training)."""
+    num_files = len(input_files)
+    names = tf.constant(input_files)
+    d = tf.data.Dataset.range(num_files)
+    files_per_pass = num_files
+    if file_shard is not None:
+        num_shards, shard = file_shard
+        d = d.shard(num_shards, shard)
+        files_per_pass = len(range(shard, num_files, num_shards))
+    if is_training:
+        d = d.repeat()
+    d = d.enumerate().map(lambda k, f: (k // files_per_pass, f))
+    if is_training and shuffle_buffer_size > 0:
+        d = d.shuffle(buffer_size=max(num_files, 1), seed=seed)
+
+    def file_records(epoch, file_number):
+        records = tf.data.TFRecordDataset(tf.gather(names, file_number)).enumerate()
+        return records.map(lambda number, serialized: (
+            epoch, file_number * RECORDS_PER_FILE + number, serialized))
+
+    if is_training and shuffle_buffer_size > 0:
+        d = d.interleave(file_records, cycle_length=cycle_length,
+                         num_parallel_calls=cycle_length, deterministic=True)
+        return d.shuffle(buffer_size=shuffle_buffer_size, seed=seed)
+    return d.flat_map(file_records)
 
 
 def make_dataset(
@@ -174,6 +240,7 @@ def make_dataset(
     group_by_length=False,
     group_batches=1,
     sort_by_length=False,
+    record_parser=None,
 ):
     """Builds the dataset of one input pipeline.
 
@@ -198,6 +265,12 @@ def make_dataset(
         replicas); group_by_length keeps them in one group of lengths.
       sort_by_length: eval/predict: the records in length order within windows, each with
         its position in the files as `RECORD_INDEX` (`_length_sorted_batches`).
+      record_parser: f(serialized, epoch, index) -> {name: tensor} of ONE record, used instead
+        of parsing by `spec` (which then only describes the records' shape): each record is
+        given its epoch (the pass over the input it is read in) and its index
+        (`record_index`: which record it is), e.g. to draw its masks from (seed, epoch,
+        index) (RoBERTa's dynamic masking). Deterministic, so a saved iterator resumes with
+        what the record would have been given. Not with group_by_length or sort_by_length.
 
     Returns:
       tf.data.Dataset of dicts {feature name: [batch_size, ...] tensor}, int64 cast to int32.
@@ -209,6 +282,24 @@ def make_dataset(
         is_training and shuffle_buffer_size > 0 and num_input_pipelines > 1
         and num_files >= num_input_pipelines
     )
+    if record_parser is not None:
+        if group_by_length or sort_by_length:
+            raise InputError("records parsed with their epoch and index cannot be grouped or "
+                             "sorted by length (--group_by_length)")
+        if is_training and shuffle_buffer_size == PERMUTE_EACH_EPOCH:
+            d = _permuted_epochs(input_files, seed, with_epochs=True)
+        else:
+            d = _records_with_epochs(
+                input_files, is_training, shuffle_buffer_size, seed,
+                cycle_length=max(1, min(num_cpu_threads, num_files)),
+                file_shard=(num_input_pipelines, input_pipeline_id) if shard_files else None)
+        d = d.map(record_parser, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        d = d.batch(batch_size, drop_remainder=not pad_final_batch or is_training)
+        if num_input_pipelines > 1 and not shard_files:
+            d = d.shard(num_input_pipelines, input_pipeline_id)
+        if pad_final_batch and not is_training:
+            d = d.map(lambda batch: _pad_batch(batch, batch_size))
+        return d.prefetch(tf.data.AUTOTUNE)
     if is_training and shuffle_buffer_size == PERMUTE_EACH_EPOCH:
         d = _permuted_epochs(input_files, seed)
     elif is_training and shuffle_buffer_size > 0:
@@ -354,7 +445,8 @@ class InputStream:
       worker_index, num_workers: this worker among all (each reads a disjoint part).
       max_batches: stop after this many global batches (eval).
       batch_flag: how to name the batch size in errors (e.g. "--train_batch_size").
-      spec, pad_final_batch, group_by_length, sort_by_length: see `make_dataset`.
+      spec, pad_final_batch, group_by_length, sort_by_length, record_parser: see
+        `make_dataset`.
       sequence_keys: dynamic padding: `get_next` cuts these features of every global batch to
         its longest `input_mask`, rounded up to a multiple of `padding_width`
         (`padding.cut_batch`; the local replicas' batches to one length); () keeps
@@ -368,7 +460,7 @@ class InputStream:
                  worker_index=0, num_workers=1, max_batches=None, batch_flag="batch size",
                  spec=None, pad_final_batch=False, sequence_keys=(), position_keys=(),
                  padding_width=padding.DEFAULT_WIDTH, group_by_length=False,
-                 sort_by_length=False):
+                 sort_by_length=False, record_parser=None):
         replicas = strategy.num_replicas_in_sync
         if global_batch_size % replicas:
             raise InputError(
@@ -383,7 +475,7 @@ class InputStream:
             batch_size=self.per_replica_batch_size, is_training=is_training,
             shuffle_buffer_size=shuffle_buffer_size, seed=seed, spec=spec,
             pad_final_batch=pad_final_batch, group_by_length=group_by_length,
-            sort_by_length=sort_by_length,
+            sort_by_length=sort_by_length, record_parser=record_parser,
         )
         self.uses_infeed = isinstance(strategy, tf.distribute.TPUStrategy)
         self.sequence_keys = () if self.uses_infeed else tuple(sequence_keys)

@@ -8,6 +8,16 @@ For each trainable variable p (original checkpoint name `name`) with gradient g:
     u += weight_decay_rate * p                    # unless a pattern of exclude_from_weight_decay
     p -= lr * u                                   #   is found in `name` (re.search)
 
+With `bias_correction=True` it is the Adam of fairseq (RoBERTa's recipe) and of PyTorch's /
+Transformers' AdamW, counting steps t from 1:
+
+    u = sqrt(1 - beta_2**t) / (1 - beta_1**t) * m / (sqrt(v) + epsilon)
+    u += weight_decay_rate * p                    # decoupled: not through m and v
+    p -= lr * u
+
+(fairseq's `Adam.step`: p -= wd * lr * p, then p -= step_size * m / (sqrt(v) + eps) with
+step_size = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t): the same update, one rounding apart.)
+
 The moments are the slots `adam_m` / `adam_v`, saved as `<name>/adam_m`, `<name>/adam_v`.
 Variables are addressed by their ORIGINAL names, so decay exclusion and checkpoint layout are
 decided by the same table (`bert_tf.checkpoints.original_variable_map`).
@@ -70,24 +80,35 @@ def clip_by_global_norm(grads, clip_norm=1.0, sparse=None, sparse_norm_sq=None):
     `sparse_norm_sq` (the sum of their squared rows): those gradients then count with
     `sparse_norm_sq` instead of their dense norm.
 
+    A `clip_norm` of 0 (fairseq's `--clip-norm 0`, RoBERTa's recipe) clips nothing: the
+    gradients are returned as they are, with their norm.
+
     Returns (clipped_grads, global_norm_before_clipping).
     """
     grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
     if sparse is None or not any(sparse):
+        if not clip_norm:
+            return grads, tf.linalg.global_norm(grads)
         clipped, norm = tf.clip_by_global_norm(grads, clip_norm=clip_norm)
         return clipped, norm
     squares = [tf.reduce_sum(tf.square(g)) for g, s in zip(grads, sparse) if not s]
     norm = tf.sqrt(tf.add_n(squares + [tf.cast(sparse_norm_sq, tf.float32)]))
+    if not clip_norm:
+        return grads, norm
     clipped, _ = tf.clip_by_global_norm(grads, clip_norm=clip_norm, use_norm=norm)
     return clipped, norm
 
 
 class AdamWeightDecay(tf.Module):
-    """Adam without bias correction, with decoupled weight decay, as the original BERT.
+    """Adam without bias correction, with decoupled weight decay, as the original BERT; or
+    with bias correction, as fairseq's Adam and Transformers' AdamW (`bias_correction`).
 
     Args:
       weight_decay_rate: decay added to the update (0.01 in the original's pretraining).
       beta_1, beta_2, epsilon: Adam constants (0.9, 0.999, 1e-6).
+      bias_correction: None (the class's: False for AdamWeightDecay), or whether the step is
+        multiplied by sqrt(1 - beta_2**t) / (1 - beta_1**t) at step t (the `step` given to
+        `apply_gradients`, counting from 1; module docstring).
       exclude_from_weight_decay: regular expressions; a variable whose original name matches
         any of them (re.search) gets no weight decay.
       learning_rate_multipliers: optional {original_name: factor}: that variable's learning
@@ -98,6 +119,8 @@ class AdamWeightDecay(tf.Module):
     # The slot names, as they appear in checkpoints (`<variable>/<slot>`). Another optimizer
     # (e.g. LAMB) declares its own.
     slot_names = ("adam_m", "adam_v")
+    # Whether the moments' zero start is corrected (see `bias_correction` above; LAMB's is).
+    bias_correction = False
 
     def __init__(
         self,
@@ -109,8 +132,11 @@ class AdamWeightDecay(tf.Module):
         jit_compile=False,
         learning_rate_multipliers=None,
         name="AdamWeightDecay",
+        bias_correction=None,
     ):
         super().__init__(name=name)
+        if bias_correction is not None:
+            self.bias_correction = bool(bias_correction)
         # With jit_compile, each variable's update is one XLA-fused kernel instead of about ten
         # passes over memory (the BERT-Base step 1.12x faster on the AMX CPU of
         # docs/performance.md),
@@ -215,7 +241,7 @@ class AdamWeightDecay(tf.Module):
 
         Args:
           step: optional int scalar, the number of the step being taken counting from 1
-            (optimizers with bias correction need it; AdamWeightDecay ignores it).
+            (bias correction needs it; AdamWeightDecay without it ignores it).
           should_apply: optional bool scalar; when False, variables and slots keep their values
             (a skipped step, e.g. non-finite fp16 gradients). Branch-free, so it works under
             every strategy and inside XLA.
@@ -278,10 +304,14 @@ class AdamWeightDecay(tf.Module):
 
     def _update_math(self, param, grad, m, v, learning_rate, step, decay):
         """The update of one variable: (next param, next m, next v) from their current values."""
-        del step  # no bias correction
         next_m = tf.multiply(self.beta_1, m) + tf.multiply(1.0 - self.beta_1, grad)
         next_v = tf.multiply(self.beta_2, v) + tf.multiply(1.0 - self.beta_2, tf.square(grad))
         update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        if self.bias_correction:
+            # fairseq's step_size / lr: epsilon stays outside the correction, as there.
+            t = tf.cast(step, tf.float32)
+            update = update * (tf.sqrt(1.0 - tf.pow(self.beta_2, t))
+                               / (1.0 - tf.pow(self.beta_1, t)))
         if decay:
             update += self.weight_decay_rate * param
         return param - learning_rate * update, next_m, next_v

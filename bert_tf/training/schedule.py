@@ -26,11 +26,18 @@ class WarmupLinearDecay:
         num_warmup_steps the rate is init_lr * (step - start) / num_warmup_steps. As in the
         original, this holds before `start` too, where the rate is negative.
 
+    Option for fairseq's `polynomial_decay` schedule (RoBERTa's recipe):
+      decay_after_warmup: the decay starts at the end of the warmup, from init_lr: while
+        step <= num_warmup_steps the rate is init_lr * step / num_warmup_steps, then
+        init_lr * (1 - (step - W) / (N - W)) ** power, 0 from step N on (fairseq's
+        `step_update(num_updates)` sets the rate of update num_updates + 1, so its update k,
+        counting from 0, is taken with lr(k), as ours).
+
     Called with a scalar integer tensor (or int); returns a float32 scalar.
     """
 
     def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, power=1.0,
-                 warmup_multiplies=False, start_warmup_step=0):
+                 warmup_multiplies=False, start_warmup_step=0, decay_after_warmup=False):
         if num_train_steps <= 0:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
         if num_warmup_steps < 0:
@@ -44,8 +51,18 @@ class WarmupLinearDecay:
         if self.start_warmup_step and self.warmup_multiplies:
             raise ValueError("start_warmup_step is an option of ALBERT's schedule, not of "
                              "ELECTRA's (warmup_multiplies)")
+        self.decay_after_warmup = bool(decay_after_warmup)
+        if self.decay_after_warmup and (self.start_warmup_step or self.warmup_multiplies):
+            raise ValueError("decay_after_warmup is fairseq's schedule, not ALBERT's "
+                             "(start_warmup_step) or ELECTRA's (warmup_multiplies)")
+        if self.decay_after_warmup and self.num_warmup_steps >= self.num_train_steps:
+            raise ValueError(f"num_warmup_steps ({self.num_warmup_steps}) must be below "
+                             f"num_train_steps ({self.num_train_steps}): the decay follows "
+                             "the warmup")
 
     def __call__(self, step):
+        if self.decay_after_warmup:
+            return self._fairseq_rate(step)
         warmup_step = step
         if self.start_warmup_step:
             # Subtracted in integers, as the original does.
@@ -70,6 +87,20 @@ class WarmupLinearDecay:
             lr = (1.0 - is_warmup) * lr + is_warmup * warmup_lr
         return lr
 
+    def _fairseq_rate(self, step):
+        """fairseq's polynomial_decay `step_update` (end_learning_rate 0), in float32."""
+        step = tf.cast(step, tf.float32)
+        init_lr = tf.constant(self.init_lr, tf.float32)
+        warmup = tf.constant(float(self.num_warmup_steps), tf.float32)
+        total = tf.constant(float(self.num_train_steps), tf.float32)
+        remaining = 1.0 - (tf.minimum(step, total) - warmup) / (total - warmup)
+        if self.power != 1.0:
+            remaining = tf.pow(tf.maximum(remaining, 0.0), self.power)
+        decayed = init_lr * remaining
+        if not self.num_warmup_steps:
+            return decayed
+        return tf.where(step <= warmup, init_lr * (step / warmup), decayed)
+
     def get_config(self):
         return {
             "init_lr": self.init_lr,
@@ -78,4 +109,5 @@ class WarmupLinearDecay:
             "power": self.power,
             "warmup_multiplies": self.warmup_multiplies,
             "start_warmup_step": self.start_warmup_step,
+            "decay_after_warmup": self.decay_after_warmup,
         }

@@ -82,6 +82,12 @@ class Task:
         """{feature name: tf.io.FixedLenFeature} of the task's TFRecords."""
         raise NotImplementedError
 
+    def record_parser(self, is_training):
+        """None (records parsed by `feature_spec`), or f(serialized, epoch, index) -> {name:
+        tensor} of one record, given its epoch and index by the input pipeline
+        (`input_pipeline.make_dataset`; RoBERTa's dynamic masking)."""
+        return None
+
     def local_normalizers(self, features):
         """float32 [K] of this replica's additive batch statistics (the trainer all-reduces
         them); by default the number of sequences."""

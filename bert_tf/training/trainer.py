@@ -633,7 +633,7 @@ class Trainer:
             sequence_keys=self.task.sequence_keys if cut else (),
             position_keys=self.task.position_keys, padding_width=self.options.padding_width,
             group_by_length=is_training and self.options.group_by_length,
-            sort_by_length=sort_by_length,
+            sort_by_length=sort_by_length, record_parser=self.task.record_parser(is_training),
         )
 
     def _log_progress(self, values, first, step, loop_seconds, start_time, start_step, writer):
