@@ -21,7 +21,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.bert.config import BertConfig
-from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map,
+                                 save_original_checkpoint)
 from bert_tf.data.conll import Sentence, sentence_windows, word_predictions
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.data.squad import SquadExample, convert_examples_to_features, split_context
@@ -398,6 +399,24 @@ def test_saved_model_cli_runs_the_classifier(exports, golden):
         atol=1e-5, rtol=0)
     assert [int(x) for x in got["label_id"]] == expected.argmax(-1).tolist()
     assert got["label"] == [f"b'{LABELS[i]}'" for i in expected.argmax(-1)]
+
+
+def test_each_weight_is_stored_once_under_its_original_name(exports):
+    """The export's variables checkpoint holds the model's weights once each (issue 31: they
+    were stored twice, under the Keras model and as its tf.Variables), keyed by the original
+    checkpoint names, with the model's values; its bytes are the weights' bytes."""
+    for task, (model, path) in exports.items():
+        table = original_variable_map(model.bert if task == "features" else model)
+        prefix = os.path.join(path, "variables", "variables")
+        saved = tf.train.load_checkpoint(prefix)
+        keys = {name for name, _ in tf.train.list_variables(prefix)}
+        keys.discard("_CHECKPOINTABLE_OBJECT_GRAPH")
+        assert keys == {f"weights/{name}/.ATTRIBUTES/VARIABLE_VALUE" for name in table}, task
+        for name, variable in table.items():
+            np.testing.assert_array_equal(
+                saved.get_tensor(f"weights/{name}/.ATTRIBUTES/VARIABLE_VALUE"), variable.numpy())
+        stored = sum(saved.get_tensor(key).nbytes for key in keys)
+        assert stored == sum(v.numpy().nbytes for v in table.values()), task
 
 
 def test_bad_flags_are_clear_errors(golden, tmp_path):

@@ -411,4 +411,4 @@ class SquadExport(tf.Module):
         return tf.constant(self.inputs.sep_id, tf.int64)
 
     def signatures(self):
-        return {"serving_default": self.serve.get_concrete_function()}
+        return {"serving_default": self.serve}
