@@ -283,13 +283,21 @@ def saved_weights(model):
     return nested
 
 
+def graph_state(module):
+    """The resources and variables a `tf.Module` holds (the graph tokenizer's lookup tables,
+    SentencePiece model, ...), without the module and its tf.functions (a SavedModel traces
+    every tf.function of the objects it holds, called by its signatures or not)."""
+    return [x for x in tf.train.TrackableView(module).descendants()
+            if isinstance(x, (tf.saved_model.experimental.TrackableResource, tf.Variable))]
+
+
 def saved_root(module):
     """The object a SavedModel of `module` holds (see `save_export`): its signature functions,
-    the model's weights once (`saved_weights`) and the graph tokenizer (its tables), nothing
-    else. Returns (root, signatures: name -> the root's tf.function)."""
+    the model's weights once (`saved_weights`) and the graph tokenizer's tables
+    (`graph_state`), nothing else. Returns (root, signatures: name -> the root's tf.function)."""
     root = tf.Module(name=module.name)
     root.weights = saved_weights(module.model)
-    root.tokenizer = module.inputs.tokenizer
+    root.tokenizer_state = graph_state(module.inputs.tokenizer)
     signatures = {}
     for signature, function in module.signatures().items():
         setattr(root, function.__name__, function)
@@ -304,9 +312,10 @@ def save_export(module, info, output_dir):
 
     The SavedModel's object graph is `saved_root(module)`'s: the export module's tf.functions
     (serve, single) as attributes and signatures, each weight once, under its original name,
-    and the tokenizer. The Keras model and the `ServingInputs` stay out of it: tracking them
-    stored every weight twice (Keras 3's variables serialize the `tf.Variable` they wrap as a
-    copy of their own) and traced every tf.function of the inputs at save."""
+    and the tokenizer's tables. The Keras model, the `ServingInputs` and the tokenizer module
+    stay out of it: tracking the model stored every weight twice (a Keras 3 variable
+    serializes the `tf.Variable` it wraps as a copy of its own), tracking the modules traced
+    every tf.function of theirs at save."""
     output_dir = os.fspath(output_dir).rstrip("/")
     root, signatures = saved_root(module)
     needed = sum(v.shape.num_elements() * v.dtype.size for v in tf.nest.flatten(root.weights))
