@@ -36,6 +36,7 @@ from bert_tf.serving import export, predict
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
 from conftest import golden_path
+from squad_export_checks import assert_v2_export_equals_run_squad
 from test_data_squad import EXPECTED
 
 pytestmark = pytest.mark.slow
@@ -343,21 +344,9 @@ def test_squad_v2_answers_and_null_odds_equal_run_squad(exports, golden, tables,
         version_2_with_negative=True, null_score_diff_threshold=V2_THRESHOLD, **SQUAD)
     assert (info["version_2_with_negative"], info["null_score_diff_threshold"]) == (
         True, V2_THRESHOLD)
-    got = {k: v.numpy() for k, v in module.serve(tf.constant(SQUAD_QUESTIONS),
-                                                   tf.constant(SQUAD_CONTEXTS)).items()}
-    examples, features, results = squad_python
-    predictions, nbest, null_odds = compute_predictions(
-        examples, features, results, SQUAD["n_best_size"], SQUAD["max_answer_length"], True,
-        True, V2_THRESHOLD)
-    answers = [x.decode("utf-8") for x in got["answer"]]
-    assert answers == [predictions[e.qas_id] for e in examples]
-    odds = [null_odds[e.qas_id] for e in examples]
-    np.testing.assert_allclose(got["null_score_diff"], odds, atol=1e-5, rtol=0)
-    for i, example in enumerate(examples):
-        best = next((x for x in nbest[example.qas_id] if x["text"]), None)
-        logits = [best["start_logit"], best["end_logit"]] if best else [0.0, 0.0]
-        np.testing.assert_allclose([got["start_logit"][i], got["end_logit"][i]], logits,
-                                   atol=1e-5, rtol=0)
+    answers, odds = assert_v2_export_equals_run_squad(
+        module, SQUAD_QUESTIONS, SQUAD_CONTEXTS, *squad_python, SQUAD, V2_THRESHOLD)
+    examples = squad_python[0]
     # Trimmed answers, "" above the threshold and "" without a valid span all occur.
     assert any(a and a not in _word_spans(e) for a, e in zip(answers, examples))
     assert any(V2_THRESHOLD < x < NO_ANSWER_NULL_ODDS for x in odds)
