@@ -18,7 +18,7 @@ tf.string [N], a batch):
 
   classifier  serving_default(text_a, text_b) -> probabilities float32 [N, C], label string [N],
               label_id int32 [N]; an empty text_b is a single text. `single(text_a)` -> the
-              same. `labels` (attribute) is the string [C] constant of label names.
+              same. The label names are bert_tf_export.json's `labels`.
   features    serving_default(text_a, text_b) -> input_ids, input_mask int32 [N, S] and layers
               float32 [N, S, len(--layers), H] (the chosen encoder layers, in --layers order;
               S = the batch's longest input rounded up to 16, or max_seq_length with

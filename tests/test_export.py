@@ -21,7 +21,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.bert.config import BertConfig
-from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoint
+from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map,
+                                 save_original_checkpoint)
 from bert_tf.data.conll import Sentence, sentence_windows, word_predictions
 from bert_tf.data.pairs import pad_to, pair_tokens
 from bert_tf.data.squad import SquadExample, convert_examples_to_features, split_context
@@ -35,6 +36,7 @@ from bert_tf.serving import export, predict
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
 from conftest import golden_path
+from squad_export_checks import assert_v2_export_equals_run_squad
 from test_data_squad import EXPECTED
 
 pytestmark = pytest.mark.slow
@@ -342,21 +344,9 @@ def test_squad_v2_answers_and_null_odds_equal_run_squad(exports, golden, tables,
         version_2_with_negative=True, null_score_diff_threshold=V2_THRESHOLD, **SQUAD)
     assert (info["version_2_with_negative"], info["null_score_diff_threshold"]) == (
         True, V2_THRESHOLD)
-    got = {k: v.numpy() for k, v in module.serve(tf.constant(SQUAD_QUESTIONS),
-                                                   tf.constant(SQUAD_CONTEXTS)).items()}
-    examples, features, results = squad_python
-    predictions, nbest, null_odds = compute_predictions(
-        examples, features, results, SQUAD["n_best_size"], SQUAD["max_answer_length"], True,
-        True, V2_THRESHOLD)
-    answers = [x.decode("utf-8") for x in got["answer"]]
-    assert answers == [predictions[e.qas_id] for e in examples]
-    odds = [null_odds[e.qas_id] for e in examples]
-    np.testing.assert_allclose(got["null_score_diff"], odds, atol=1e-5, rtol=0)
-    for i, example in enumerate(examples):
-        best = next((x for x in nbest[example.qas_id] if x["text"]), None)
-        logits = [best["start_logit"], best["end_logit"]] if best else [0.0, 0.0]
-        np.testing.assert_allclose([got["start_logit"][i], got["end_logit"][i]], logits,
-                                   atol=1e-5, rtol=0)
+    answers, odds = assert_v2_export_equals_run_squad(
+        module, SQUAD_QUESTIONS, SQUAD_CONTEXTS, *squad_python, SQUAD, V2_THRESHOLD)
+    examples = squad_python[0]
     # Trimmed answers, "" above the threshold and "" without a valid span all occur.
     assert any(a and a not in _word_spans(e) for a, e in zip(answers, examples))
     assert any(V2_THRESHOLD < x < NO_ANSWER_NULL_ODDS for x in odds)
@@ -398,6 +388,24 @@ def test_saved_model_cli_runs_the_classifier(exports, golden):
         atol=1e-5, rtol=0)
     assert [int(x) for x in got["label_id"]] == expected.argmax(-1).tolist()
     assert got["label"] == [f"b'{LABELS[i]}'" for i in expected.argmax(-1)]
+
+
+def test_each_weight_is_stored_once_under_its_original_name(exports):
+    """The export's variables checkpoint holds the model's weights once each (issue 31: they
+    were stored twice, under the Keras model and as its tf.Variables), keyed by the original
+    checkpoint names, with the model's values; its bytes are the weights' bytes."""
+    for task, (model, path) in exports.items():
+        table = original_variable_map(model.bert if task == "features" else model)
+        prefix = os.path.join(path, "variables", "variables")
+        saved = tf.train.load_checkpoint(prefix)
+        keys = {name for name, _ in tf.train.list_variables(prefix)}
+        keys.discard("_CHECKPOINTABLE_OBJECT_GRAPH")
+        assert keys == {f"weights/{name}/.ATTRIBUTES/VARIABLE_VALUE" for name in table}, task
+        for name, variable in table.items():
+            np.testing.assert_array_equal(
+                saved.get_tensor(f"weights/{name}/.ATTRIBUTES/VARIABLE_VALUE"), variable.numpy())
+        stored = sum(saved.get_tensor(key).nbytes for key in keys)
+        assert stored == sum(v.numpy().nbytes for v in table.values()), task
 
 
 def test_bad_flags_are_clear_errors(golden, tmp_path):

@@ -346,9 +346,11 @@ def test_export_on_a_full_disk_keeps_the_old_export(tmp_path, monkeypatch):
         raise _tf_no_space()
 
     monkeypatch.setattr(tf.saved_model, "save", save_part_way)
+    weight = keras.Variable(np.zeros((1000,), np.float32))
     module = types.SimpleNamespace(
-        model=types.SimpleNamespace(weights=[keras.Variable(np.zeros((1000,), np.float32))]),
-        signatures=lambda: {})
+        name="export", signatures=lambda: {},
+        model=types.SimpleNamespace(weights=[weight], checkpoint_variables=lambda: {"w": weight}),
+        inputs=types.SimpleNamespace(tokenizer=tf.Module()))
     with pytest.raises(files.OutputError, match=r"needs about 4\.0 kB") as err:
         export.save_export(module, {"task": "features"}, str(out))
     assert f"cannot write {out}: no space left on the device of {tmp_path} (" in str(err.value)

@@ -39,6 +39,7 @@ from bert_tf.evaluation.squad_predictions import (NO_ANSWER_NULL_ODDS, RawResult
 from bert_tf.layers.heads import SpanHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
+from squad_export_checks import assert_v2_export_equals_run_squad  # noqa: E402
 
 pytestmark = pytest.mark.slow  # builds ALBERT's graph tokenizer, a model and its SavedModel
 
@@ -213,20 +214,9 @@ def test_squad_v2_answers_and_null_odds_equal_run_squad(built, python_path):
         null_score_diff_threshold=V2_THRESHOLD, **SQUAD)
     assert info["version_2_with_negative"] is True
     examples, features, results, special = python_path
-    got = {k: v.numpy() for k, v in module.serve(
-        *(tf.constant(x) for x in _requests(examples))).items()}
-    predictions, nbest, null_odds = compute_predictions(
-        examples, features, results, SQUAD["n_best_size"], SQUAD["max_answer_length"], True,
-        True, V2_THRESHOLD, special_tokens=special)
-    answers = [x.decode("utf-8") for x in got["answer"]]
-    assert answers == [predictions[e.qas_id] for e in examples]
-    odds = [null_odds[e.qas_id] for e in examples]
-    np.testing.assert_allclose(got["null_score_diff"], odds, atol=1e-5, rtol=0)
-    for i, example in enumerate(examples):
-        best = next((x for x in nbest[example.qas_id] if x["text"]), None)
-        logits = [best["start_logit"], best["end_logit"]] if best else [0.0, 0.0]
-        np.testing.assert_allclose([got["start_logit"][i], got["end_logit"][i]], logits,
-                                   atol=1e-5, rtol=0)
+    answers, odds = assert_v2_export_equals_run_squad(
+        module, *_requests(examples), examples, features, results, SQUAD, V2_THRESHOLD,
+        special_tokens=special)
     # Answers, "" above the threshold and "" without a valid span all occur.
     assert any(answers) and "" in answers
     assert any(V2_THRESHOLD < x < NO_ANSWER_NULL_ODDS for x in odds)

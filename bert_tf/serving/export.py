@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import families, files
-from bert_tf.checkpoints import load_original_checkpoint
+from bert_tf.checkpoints import load_original_checkpoint, original_variable_map
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
@@ -71,8 +71,7 @@ class ClassifierExport(tf.Module):
         return self._outputs(self.inputs.single(text_a))
 
     def signatures(self):
-        return {"serving_default": self.serve.get_concrete_function(),
-                "single": self.single.get_concrete_function()}
+        return {"serving_default": self.serve, "single": self.single}
 
 
 class FeaturesExport(tf.Module):
@@ -96,7 +95,7 @@ class FeaturesExport(tf.Module):
                 "layers": tf.stack(chosen, axis=2)}
 
     def signatures(self):
-        return {"serving_default": self.serve.get_concrete_function()}
+        return {"serving_default": self.serve}
 
 
 class TaggingExport(tf.Module):
@@ -136,7 +135,7 @@ class TaggingExport(tf.Module):
         return {"tags": tags, "num_words": num_words}
 
     def signatures(self):
-        return {"serving_default": self.serve.get_concrete_function()}
+        return {"serving_default": self.serve}
 
 
 def read_labels(labels_flag, checkpoint):
@@ -262,17 +261,68 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     return module, info
 
 
+def saved_weights(model):
+    """The model's `tf.Variable`s nested by their original checkpoint names (the SavedModel's
+    `weights`): {"bert": {"embeddings": {"word_embeddings": tf.Variable}, ...}, ...}, so that
+    the export's checkpoint keys read `weights/bert/embeddings/word_embeddings/...`.
+
+    Each Keras 3 variable wraps one `tf.Variable` (`.value`); the export tracks that, not the
+    Keras model, whose variables would serialize the same values a second time.
+    """
+    nested = {}
+    for name, variable in original_variable_map(model).items():
+        *scopes, leaf = name.split("/")
+        node = nested
+        for scope in scopes:
+            node = node.setdefault(scope, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"checkpoint name {name!r}: {scope!r} is also a variable")
+        if leaf in node:
+            raise ValueError(f"checkpoint name {name!r}: also a scope of other variables")
+        node[leaf] = variable.value
+    return nested
+
+
+def graph_state(module):
+    """The resources and variables a `tf.Module` holds (the graph tokenizer's lookup tables,
+    SentencePiece model, ...), without the module and its tf.functions (a SavedModel traces
+    every tf.function of the objects it holds, called by its signatures or not)."""
+    return [x for x in tf.train.TrackableView(module).descendants()
+            if isinstance(x, (tf.saved_model.experimental.TrackableResource, tf.Variable))]
+
+
+def saved_root(module):
+    """The object a SavedModel of `module` holds (see `save_export`): its signature functions,
+    the model's weights once (`saved_weights`) and the graph tokenizer's tables
+    (`graph_state`), nothing else. Returns (root, signatures: name -> the root's tf.function)."""
+    root = tf.Module(name=module.name)
+    root.weights = saved_weights(module.model)
+    root.tokenizer_state = graph_state(module.inputs.tokenizer)
+    signatures = {}
+    for signature, function in module.signatures().items():
+        setattr(root, function.__name__, function)
+        signatures[signature] = getattr(root, function.__name__)
+    return root, signatures
+
+
 def save_export(module, info, output_dir):
     """Writes the SavedModel and bert_tf_export.json to `output_dir`, through a temporary
     directory renamed when complete (an existing export there is replaced; a full disk leaves
-    it as it was and raises `files.OutputError`)."""
+    it as it was and raises `files.OutputError`).
+
+    The SavedModel's object graph is `saved_root(module)`'s: the export module's tf.functions
+    (serve, single) as attributes and signatures, each weight once, under its original name,
+    and the tokenizer's tables. The Keras model, the `ServingInputs` and the tokenizer module
+    stay out of it: tracking the model stored every weight twice (a Keras 3 variable
+    serializes the `tf.Variable` it wraps as a copy of its own), tracking the modules traced
+    every tf.function of theirs at save."""
     output_dir = os.fspath(output_dir).rstrip("/")
-    # Keras 3 variables wrap tf.Variables; tracking those directly puts them in the SavedModel's
-    # TF1 view (its saver), which `saved_model_cli run` restores from.
-    module.tf_variables = [v.value for v in module.model.weights]
-    needed = sum(v.shape.num_elements() * v.dtype.size for v in module.tf_variables)
+    root, signatures = saved_root(module)
+    needed = sum(v.shape.num_elements() * v.dtype.size for v in tf.nest.flatten(root.weights))
     with files.atomic_path(output_dir, needed=needed) as tmp:
-        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        # The tf.functions, not concrete functions: save traces each once, in its own context
+        # (a concrete function traced before it would be traced again there).
+        tf.saved_model.save(root, tmp, signatures=signatures)
         with files.open_for_write(os.path.join(tmp, EXPORT_INFO_FILE)) as f:
             f.write(json.dumps(info, indent=2) + "\n")
     return output_dir

@@ -259,16 +259,19 @@ class SquadExport(tf.Module):
                                                                end_position), -1),
                                      first_word, last_word)
         else:
-            chosen_words = (tf.ragged.range(first_word, last_word + 1)
-                            + words.row_splits[:-1, None])
+            # Ranges shifted to flat indexes before they are built (adding a column to a
+            # ragged range would trace ragged broadcasting).
+            word_base = words.row_splits[:-1]
+            chosen_words = tf.ragged.range(first_word + word_base, last_word + 1 + word_base)
             orig_text = tf.strings.reduce_join(tf.gather(words.flat_values, chosen_words),
                                                axis=1, separator=" ")
             start_position = tf.where(has_answer, start_position, 0)
             end_position = tf.where(has_answer, end_position, -1)
-            positions = tf.ragged.range(tf.cast(start_position, tf.int64),
-                                        tf.cast(end_position, tf.int64) + 1)
+            window_base = window * padded
+            positions = tf.ragged.range(tf.cast(start_position, tf.int64) + window_base,
+                                        tf.cast(end_position, tf.int64) + 1 + window_base)
             input_ids = tf.reshape(tf.pad(features["input_ids"], [[0, 1], [0, 0]]), [-1])
-            pred_ids = tf.gather(input_ids, positions + window[:, None] * padded)
+            pred_ids = tf.gather(input_ids, positions)
             text = self.final_text(self.pred_text(pred_ids), orig_text)
         start_logit = tf.where(has_answer, pick(start_top, start_rank), 0.0)
         end_logit = tf.where(has_answer, pick(end_top, end_rank), 0.0)
@@ -369,15 +372,22 @@ class SquadExport(tf.Module):
         tok_chars = tf.strings.unicode_decode(tok_text, "UTF-8")
         orig_chars = tf.strings.unicode_decode(orig_text, "UTF-8", errors="replace")
         tok_space, orig_space = tf.equal(tok_chars, 32), tf.equal(orig_chars, 32)
-        tok_length = tf.cast(tok_chars.row_lengths(), tf.int32)
 
         def non_space_count(spaces):
             return tf.reduce_sum(tf.cast(~spaces, tf.int32), axis=1)
 
+        # Each character's index within its row (flat: a ragged [N, None] compared with a
+        # column [N, 1] would trace ragged broadcasting).
+        tok_row = tok_space.value_rowids()
+        tok_index = (tf.range(tf.size(tok_space.flat_values, out_type=tf.int64))
+                     - tf.gather(tok_space.row_splits, tok_row))
+
         def non_space_index(position):
             """position's index among tok_text's non-space characters, or -1 on a space or
             outside tok_text."""
-            before = non_space_count(tok_space | (tf.ragged.range(tok_length) >= position[:, None]))
+            at_or_after = tok_index >= tf.cast(tf.gather(position, tok_row), tf.int64)
+            before = non_space_count(tok_space.with_flat_values(tok_space.flat_values
+                                                                | at_or_after))
             on_space = _row_values(tok_space, position, True)
             return tf.where(on_space, -1, before)
 
@@ -391,9 +401,10 @@ class SquadExport(tf.Module):
         orig_end = _row_values(orig_positions, ns_end, -1)
         begin = tf.where(mapped, orig_start, 0)
         limit = tf.where(mapped, orig_end + 1, 0)
-        chars = tf.ragged.range(tf.cast(begin, tf.int64), tf.cast(limit, tf.int64))
-        trimmed = tf.strings.unicode_encode(
-            tf.gather(orig_chars.flat_values, chars + orig_chars.row_splits[:-1, None]), "UTF-8")
+        row_start = orig_chars.row_splits[:-1]
+        chars = tf.ragged.range(tf.cast(begin, tf.int64) + row_start,
+                                tf.cast(limit, tf.int64) + row_start)  # in flat_values
+        trimmed = tf.strings.unicode_encode(tf.gather(orig_chars.flat_values, chars), "UTF-8")
         return tf.where(mapped, trimmed, orig_text)
 
     @tf.function(input_signature=[_STRING, _STRING], autograph=False)
@@ -411,4 +422,4 @@ class SquadExport(tf.Module):
         return tf.constant(self.inputs.sep_id, tf.int64)
 
     def signatures(self):
-        return {"serving_default": self.serve.get_concrete_function()}
+        return {"serving_default": self.serve}

@@ -124,8 +124,8 @@ def window_spans(num_pieces, max_pieces, doc_stride, empty_window=False):
 
 def window_pieces(pieces, example, start, length):
     """Indexes into `pieces.flat_values` of each window's pieces: ragged int64 [K, None]."""
-    return tf.ragged.range(start, start + length) + tf.gather(
-        pieces.row_splits[:-1], example)[:, None]
+    first = start + tf.gather(pieces.row_splits[:-1], example)  # dense: no ragged broadcast
+    return tf.ragged.range(first, first + length)
 
 
 def max_context(example, start, length, piece):
