@@ -17,7 +17,6 @@ from bert_tf import BertTaskModel, checkpoints, families
 from bert_tf.bert.pretraining import BertPretrainingModel
 from bert_tf.hf import HubError, names
 from bert_tf.hf.convert import export_checkpoint, import_snapshot
-from bert_tf.hf.safetensors_io import SafetensorsFile
 from bert_tf.roberta import hub_names as roberta_hub_names
 from bert_tf.xlm_roberta import hub_names
 from bert_tf.xlm_roberta.config import XLMRobertaConfig
@@ -153,22 +152,8 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
     import_snapshot(folder, tmp_path / "google")
     # No config or vocabulary flag: bert_config.json and sentencepiece.bpe.model beside it.
     export_checkpoint(tmp_path / "google", None, None, tmp_path / "back")
-    back = SafetensorsFile(tmp_path / "back/model.safetensors")
-    got = back.read_all()
-    expected = {}
-    for name, value in tensors.items():
-        bare = name.removeprefix("roberta.")
-        if bare in hub_names.LEFT_OUT:
-            continue
-        expected[bare if arch == "XLMRobertaModel" else name] = value
-    assert sorted(got) == sorted(expected)
-    for name, value in expected.items():
-        np.testing.assert_array_equal(got[name], value, err_msg=name)
-    hub_config = json.loads((tmp_path / "back/config.json").read_text())
-    assert hub_config["architectures"] == [arch] and hub_config["model_type"] == "xlm-roberta"
-    for key in ("hidden_act", "layer_norm_eps", "pad_token_id", "type_vocab_size",
-                "max_position_embeddings", "vocab_size"):
-        assert hub_config[key] == config[key], key
+    hub.assert_roberta_export(tmp_path / "back", tensors, config,
+                              bare=arch == "XLMRobertaModel")
     assert (tmp_path / "back/sentencepiece.bpe.model").read_bytes() == open(MODEL, "rb").read()
     settings = json.loads((tmp_path / "back/tokenizer_config.json").read_text())
     assert settings["tokenizer_class"] == "XLMRobertaTokenizer"
