@@ -5,6 +5,7 @@ model sentencepiece.bpe.model) import to models whose outputs at every position 
 modules are RoBERTa's); round trips are bit for bit both ways; what cannot be held is refused in
 one line. No torch."""
 
+import gzip
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from bert_tf.roberta import hub_names as roberta_hub_names
 from bert_tf.xlm_roberta import hub_names
 from bert_tf.xlm_roberta.config import XLMRobertaConfig
 from bert_tf.xlm_roberta.model import XLMRobertaModel
+from bert_tf.text import VocabError
 from test_hf import checkpoint_tensors, one_line_error, random_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -121,6 +123,30 @@ def test_table_is_robertas_under_xlm_roberta_class_names():
         assert layout == roberta_hub_names.ARCHITECTURES[roberta_name(arch)]
 
 
+def test_a_folder_with_tokenizer_json_alone(tmp_path):
+    """What Transformers 5 saves (tests/data/xlm_roberta/tokenizer.json.gz, its save_pretrained
+    of the committed model): the SentencePiece model rebuilt from it tokenizes as the original
+    (all the goldens' texts), and the import and its export carry it."""
+    _, tensors, folder = build(tmp_path, "classifier-types2")
+    os.remove(os.path.join(folder, "sentencepiece.bpe.model"))
+    with gzip.open(os.path.join(HERE, "data", "xlm_roberta", "tokenizer.json.gz"), "rb") as f:
+        (tmp_path / folder / "tokenizer.json").write_bytes(f.read())
+    result = import_snapshot(folder, tmp_path / "google")
+    assert any("tokenizer.json (its Unigram vocabulary and normalizer rebuilt as "
+               "sentencepiece.bpe.model)" in line for line in result.report)
+    rebuilt = families.get("xlm-roberta").tokenizer(
+        str(tmp_path / "google/sentencepiece.bpe.model"), False)
+    original = families.get("xlm-roberta").tokenizer(MODEL, False)
+    assert rebuilt.vocab == original.vocab
+    with open(os.path.join(HERE, "data", "xlm_roberta", "expected.json"), encoding="utf-8") as f:
+        expected = json.load(f)
+    for case in expected["texts"]:
+        assert rebuilt.tokenize_to_ids(case["text"]) == case["fast"], case["name"]
+    export_checkpoint(tmp_path / "google", None, None, tmp_path / "back")
+    assert (tmp_path / "back/sentencepiece.bpe.model").read_bytes() == (
+        tmp_path / "google/sentencepiece.bpe.model").read_bytes()
+
+
 def test_imported_folder(tmp_path):
     config, tensors, folder = build(tmp_path, "classifier-types2")
     result = import_snapshot(folder, tmp_path / "google")
@@ -198,10 +224,16 @@ def test_refusals(tmp_path):
     json.dump(dict(data, position_embedding_type="relative_key"), open(config_path, "w"))
     one_line_error(folder, str(tmp_path / "out"), "position_embedding_type 'relative_key'")
     json.dump(data, open(config_path, "w"))
-    # Transformers 5 saves tokenizer.json alone: the SentencePiece model is not in it.
+    # A tokenizer.json that is not XLM-R's SentencePiece (a WordPiece one).
     os.remove(os.path.join(folder, "sentencepiece.bpe.model"))
-    open(os.path.join(folder, "tokenizer.json"), "w").write("{}")
-    one_line_error(folder, str(tmp_path / "out"), "no sentencepiece.bpe.model, only "
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}}, f)
+    with pytest.raises(VocabError, match=r"tokenizer.json: model type 'WordPiece' \(expected "
+                                         "Unigram\)"):
+        import_snapshot(folder, str(tmp_path / "out"))
+    assert not os.path.exists(tmp_path / "out")
+    os.remove(os.path.join(folder, "tokenizer.json"))
+    one_line_error(folder, str(tmp_path / "out"), "no sentencepiece.bpe.model and no "
                    "tokenizer.json")
     # Other special tokens would give other ids.
     _, _, folder = build(tmp_path / "b", "bare", dict(XLMR_TOKENIZER_CONFIG,

@@ -440,19 +440,22 @@ def write_hub_bpe_files(folder, vocab_bytes, merges_bytes, model_max_length, tok
 FAIRSEQ_SPM_MODEL = "sentencepiece.bpe.model"
 
 
-def snapshot_fairseq_sentencepiece(hf_dir):
-    """(sentencepiece.bpe.model bytes, source) of a snapshot (xlm-roberta-base has it beside its
-    tokenizer.json). A folder with tokenizer.json alone (what Transformers 5's save_pretrained
-    writes) is refused: the SentencePiece model cannot be rebuilt from it here."""
+def snapshot_fairseq_sentencepiece(hf_dir, read_tokenizer_json):
+    """(sentencepiece.bpe.model bytes, source) of a snapshot: its file byte for byte
+    (xlm-roberta-base has it beside its tokenizer.json), else the model the family's
+    `read_tokenizer_json(path)` rebuilds from tokenizer.json (what Transformers 5's
+    save_pretrained writes alone; the same ids, other bytes)."""
     path = os.path.join(hf_dir, FAIRSEQ_SPM_MODEL)
     if os.path.isfile(path):
         with open(path, "rb") as f:
             return f.read(), path
-    if os.path.isfile(os.path.join(hf_dir, TOKENIZER_JSON)):
-        raise HubError(f"{hf_dir}: no {FAIRSEQ_SPM_MODEL}, only {TOKENIZER_JSON} (as Transformers "
-                       f"5 saves XLM-R tokenizers): copy {FAIRSEQ_SPM_MODEL} of the model this one "
-                       "was fine-tuned from into the folder (its ids are the same)")
-    raise HubError(f"{hf_dir}: no {FAIRSEQ_SPM_MODEL}: the snapshot has no vocabulary")
+    json_path = os.path.join(hf_dir, TOKENIZER_JSON)
+    if os.path.isfile(json_path):
+        return (read_tokenizer_json(json_path),
+                f"{json_path} (its Unigram vocabulary and normalizer rebuilt as "
+                f"{FAIRSEQ_SPM_MODEL})")
+    raise HubError(f"{hf_dir}: no {FAIRSEQ_SPM_MODEL} and no {TOKENIZER_JSON}: the snapshot has "
+                   "no vocabulary")
 
 
 def write_hub_fairseq_sentencepiece_files(folder, model_bytes, model_max_length,
@@ -503,7 +506,7 @@ def snapshot_tokenizer(hf_dir, kind, special_tokens, read_tokenizer_json=None):
         data, source = snapshot_sentencepiece(hf_dir)
         return ({SPIECE_MODEL: data}, source, *read_sentencepiece_settings(hf_dir))
     if kind == "fairseq_sentencepiece":
-        data, source = snapshot_fairseq_sentencepiece(hf_dir)
+        data, source = snapshot_fairseq_sentencepiece(hf_dir, read_tokenizer_json)
         do_lower_case, notes, warnings = read_bpe_settings(
             hf_dir, special_tokens, family="XLM-RoBERTa", prefix_space=True)
         return {FAIRSEQ_SPM_MODEL: data}, source, do_lower_case, notes, warnings

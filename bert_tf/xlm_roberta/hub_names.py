@@ -9,7 +9,8 @@ What differs: `model_type` "xlm-roberta", Transformers' XLMRobertaConfig default
 keys (BertConfig's sizes, pad_token_id 1), and the tokenizer: the SentencePiece model
 `sentencepiece.bpe.model` with fairseq's ids (`bert_tf.xlm_roberta.tokenization`), the file an
 import copies and an export writes (kind "fairseq_sentencepiece" of
-`bert_tf.hf.tokenizer_files`).
+`bert_tf.hf.tokenizer_files`; a folder with tokenizer.json alone, as Transformers 5 saves one,
+gets the model rebuilt from it: `tokenization.read_tokenizer_json`).
 
 This module is pure Python (no TensorFlow, no NumPy).
 """
@@ -30,6 +31,8 @@ SPECIAL_TOKENS = tokenization.SPECIAL_TOKENS
 VOCAB_FILE = tokenization.VOCAB_FILE
 VOCAB_FILES_BESIDE = (tokenization.VOCAB_FILE,)
 read_vocab = tokenization.read_vocab
+# A snapshot with tokenizer.json and no sentencepiece.bpe.model: the model rebuilt from it.
+read_tokenizer_json = tokenization.read_tokenizer_json
 HUB_CONFIG = {}
 PRETRAINING_HEADS = roberta_hub_names.PRETRAINING_HEADS
 

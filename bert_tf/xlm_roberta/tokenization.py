@@ -33,6 +33,8 @@ Pure Python, no TensorFlow (`bert_tf.xlm_roberta.fast_tokenization` is the in-gr
 `sentencepiece` is imported when a model is loaded (`bert_tf.albert.tokenization`'s loader).
 """
 
+import base64
+import json
 import os
 import re
 
@@ -42,7 +44,7 @@ from bert_tf.families import SpecialTokens
 from bert_tf.text import VocabError, convert_to_unicode
 
 __all__ = ["FAIRSEQ_OFFSET", "FAIRSEQ_TOKENS", "SPECIAL_TOKENS", "VOCAB_FILE",
-           "XLMRobertaVocab", "XLMRobertaTokenizer", "special_chunks"]
+           "XLMRobertaVocab", "XLMRobertaTokenizer", "special_chunks", "read_tokenizer_json"]
 
 VOCAB_FILE = "sentencepiece.bpe.model"
 # fairseq's Dictionary: its own four tokens first, then dict.txt (= the SentencePiece pieces
@@ -87,6 +89,93 @@ def read_vocab(vocab_file):
     path = os.fspath(vocab_file)
     return XLMRobertaVocab(load_sentencepiece(path, flag="vocab file"),
                            source=f"vocab file {path!r}")
+
+
+def _normalizer_charsmap(normalizer, refuse):
+    """The precompiled charsmap (bytes, or b"" for none) of tokenizer.json's `normalizer`: a
+    `Precompiled` one (SentencePiece's own rules), alone or in a `Sequence` with the
+    whitespace steps Transformers 4's converter adds (`Replace` of " {2,}", `Strip`), which
+    SentencePiece's remove_extra_whitespaces does too. Anything else is refused."""
+    if normalizer is None:
+        return b""
+    steps = normalizer.get("normalizers") if normalizer.get("type") == "Sequence" else [normalizer]
+    charsmap = b""
+    for step in steps or []:
+        kind = step.get("type") if isinstance(step, dict) else None
+        if kind == "Precompiled":
+            charsmap = base64.b64decode(step.get("precompiled_charsmap") or "")
+        elif kind == "Replace" and step.get("pattern") == {"Regex": " {2,}"} and step.get(
+                "content") in (" ", SPIECE_UNDERLINE):
+            continue
+        elif kind != "Strip":
+            refuse(f"normalizer step {kind!r} (SentencePiece's own normalization only)")
+    return charsmap
+
+
+def read_tokenizer_json(path):
+    """A SentencePiece model (serialized bytes) with the ids of tokenizer.json at `path`, as
+    Transformers 5 saves an XLM-R tokenizer (without sentencepiece.bpe.model): its Unigram
+    vocabulary (<s>, <pad>, </s>, <unk>, the pieces with their scores, <mask> last) and its
+    normalizer's precompiled charsmap become a unigram model of XLM-R's layout (<unk>, <s>, </s>,
+    then the pieces: fairseq's offset gives the same ids back), normalizing as SentencePiece
+    does (word-start "▁" first, whitespace runs collapsed). Its bytes differ from the original
+    model's; its pieces, scores, normalization and so its ids do not.
+
+    Raises:
+      VocabError: one line naming the file, for anything else (another model type, byte
+        fallback, another layout of special tokens, another pre-tokenizer or normalizer).
+    """
+    from sentencepiece import sentencepiece_model_pb2 as pb  # needs protobuf
+
+    path = os.fspath(path)
+
+    def refuse(what):
+        raise VocabError(f"{path}: {what}: not an XLM-R SentencePiece tokenizer this reader can "
+                         "turn back into a SentencePiece model")
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise VocabError(f"{path}: cannot read as JSON ({e})") from None
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "Unigram":
+        refuse(f"model type {model.get('type') if isinstance(model, dict) else None!r} "
+               "(expected Unigram)")
+    if model.get("byte_fallback"):
+        refuse("byte_fallback=true")
+    vocab = model.get("vocab")
+    specials = list(FAIRSEQ_TOKENS)
+    if (not isinstance(vocab, list) or len(vocab) < 6 or model.get("unk_id") != 3
+            or [entry[0] for entry in vocab[:4]] != specials
+            or vocab[-1][0] != SPECIAL_TOKENS.mask):
+        refuse(f"model.vocab does not start with {specials} (unk_id 3) and end with "
+               f"{SPECIAL_TOKENS.mask}")
+    pre = data.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
+    kinds = [step.get("type") for step in steps or [] if isinstance(step, dict)]
+    metaspace = [step for step in steps or [] if step.get("type") == "Metaspace"]
+    if (not metaspace or set(kinds) - {"Metaspace", "WhitespaceSplit"}
+            or metaspace[0].get("replacement") != SPIECE_UNDERLINE
+            or metaspace[0].get("prepend_scheme", "always") != "always"
+            or metaspace[0].get("add_prefix_space", True) is not True):
+        refuse(f"pre_tokenizer {pre!r} (expected Metaspace with '▁' before every word)")
+    charsmap = _normalizer_charsmap(data.get("normalizer"), refuse)
+    proto = pb.ModelProto()
+    proto.trainer_spec.model_type = pb.TrainerSpec.UNIGRAM
+    proto.trainer_spec.unk_id, proto.trainer_spec.bos_id, proto.trainer_spec.eos_id = 0, 1, 2
+    proto.trainer_spec.pad_id = -1
+    spec = proto.normalizer_spec
+    spec.name = "nmt_nfkc" if charsmap else "identity"
+    spec.precompiled_charsmap = charsmap
+    spec.add_dummy_prefix = spec.remove_extra_whitespaces = spec.escape_whitespaces = True
+    Piece = pb.ModelProto.SentencePiece  # noqa: N806 (the protobuf's class)
+    for piece, kind in (("<unk>", Piece.UNKNOWN), ("<s>", Piece.CONTROL),
+                        ("</s>", Piece.CONTROL)):
+        proto.pieces.add(piece=piece, score=0.0, type=kind)
+    for piece, score in vocab[4:-1]:
+        proto.pieces.add(piece=piece, score=score, type=Piece.NORMAL)
+    return proto.SerializeToString()
 
 
 def special_chunks(text, special_tokens=SPECIAL_TOKENS):

@@ -21,9 +21,12 @@ Writes expected.json:
   pairs: [{"a", "b", "max_length", "fast": {"input_ids", "attention_mask"}}]: tokenizer(a, b,
     truncation=True, max_length=...) (special tokens added)
   saved_files: the files XLMRobertaTokenizer.save_pretrained writes
+and tokenizer.json.gz: the tokenizer.json it writes (a fine-tuned XLM-R saved by Transformers 5
+carries this and no sentencepiece.bpe.model).
 """
 
 import argparse
+import gzip
 import json
 import os
 import random
@@ -34,6 +37,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 MODEL = os.path.join(HERE, "sentencepiece.bpe.model")
 EXPECTED = os.path.join(HERE, "expected.json")
+# What save_pretrained writes (Transformers 5 writes no sentencepiece.bpe.model), gzipped.
+TOKENIZER_JSON = os.path.join(HERE, "tokenizer.json.gz")
 VOCAB_SIZE = 600
 FUZZ_SEED = 4321
 FUZZ_COUNT = 200
@@ -158,6 +163,8 @@ def record():
         saved_files = sorted(os.listdir(saved))
         with open(os.path.join(saved, "tokenizer.json"), encoding="utf-8") as f:
             tokenizer_json = json.load(f)
+        with gzip.open(TOKENIZER_JSON, "wt", encoding="utf-8") as f:
+            json.dump(tokenizer_json, f, ensure_ascii=False)
     out = {"versions": {"transformers": transformers.__version__,
                         "tokenizers": tokenizers.__version__,
                         "sentencepiece": sentencepiece.__version__,
