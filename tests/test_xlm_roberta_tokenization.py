@@ -138,3 +138,26 @@ def test_graph_equals_host(tokenizer, graph):
     assert graph(np.array(raw, dtype=object)).to_list() == [tokenizer.tokenize_to_ids(r)
                                                            for r in raw]
     assert graph.core_ops is False and graph.vocab_size == 602
+
+
+def test_serving_inputs_lay_out_pairs_as_the_host(tokenizer, graph):
+    """The export's text inputs (bert_tf.serving.inputs.ServingInputs with the family's graph
+    tokenizer): `<s> A </s></s> B </s>`, segment 0, truncated as the data code does."""
+    from bert_tf.serving.inputs import ServingInputs
+
+    inputs = ServingInputs(tokenizer.vocab, do_lower_case=False, max_seq_length=16,
+                           tokenizer=graph, family="xlm-roberta")
+    pairs = [("Hello world", "How are you?"), ("Café <mask> 中文", ""),
+             ("a b c d e f g h i j k l m", "n o p q r s t u")]
+    features = inputs.pairs(np.array([a for a, _ in pairs], dtype=object),
+                            np.array([b for _, b in pairs], dtype=object))
+    for row, (a, b) in enumerate(pairs):
+        ids_a, ids_b = tokenizer.tokenize_to_ids(a), tokenizer.tokenize_to_ids(b)
+        if ids_b:
+            len_a, len_b = truncate_lengths(len(ids_a), len(ids_b), SPECIAL_TOKENS.pair_budget(16))
+        else:
+            len_a, len_b = min(len(ids_a), 14), 0
+        ids, _ = SPECIAL_TOKENS.lay_out(ids_a[:len_a], ids_b[:len_b], 0, 2)
+        mask = features["input_mask"][row].numpy()
+        assert features["input_ids"][row].numpy()[mask == 1].tolist() == ids
+        assert not features["segment_ids"][row].numpy().any()
