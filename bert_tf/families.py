@@ -25,6 +25,7 @@ PACKAGES = {
     "electra": "bert_tf.electra",
     "albert": "bert_tf.albert",
     "roberta": "bert_tf.roberta",
+    "xlm-roberta": "bert_tf.xlm_roberta",
 }
 # Config keys that name a family when a config has no `model_type`: Google's albert_config.json
 # has none (nor the original's AlbertConfig), but only ALBERT's configs hold these.

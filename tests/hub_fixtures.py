@@ -613,6 +613,36 @@ def write_roberta_snapshot(folder, config, tensors, weights="safetensors", token
     return folder
 
 
+def assert_roberta_export(back_dir, tensors, config, bare):
+    """The Hub folder `back_dir` an export wrote holds `tensors` (the state dict of a RoBERTa or
+    XLM-R snapshot, `config` its config.json) bit for bit and float32, less the buffers and tied
+    tensors (`bert_tf.roberta.hub_names.LEFT_OUT`), with the `roberta.` prefix unless `bare`
+    (XLMRobertaModel, RobertaModel); its config.json has the snapshot's class, model_type and
+    sizes. Returns that config.json."""
+    from bert_tf.hf.safetensors_io import SafetensorsFile
+    from bert_tf.roberta.hub_names import LEFT_OUT
+
+    back = SafetensorsFile(os.path.join(back_dir, "model.safetensors"))
+    got = back.read_all()
+    expected = {}
+    for name, value in tensors.items():
+        short = name.removeprefix("roberta.")
+        if short not in LEFT_OUT:
+            expected[short if bare else name] = value
+    assert sorted(got) == sorted(expected)
+    for name, value in expected.items():
+        assert back.entries[name] == ("F32", value.shape), name
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    with open(os.path.join(back_dir, "config.json"), encoding="utf-8") as f:
+        hub_config = json.load(f)
+    assert hub_config["architectures"] == config["architectures"]
+    assert hub_config["model_type"] == config["model_type"]
+    for key in ("hidden_act", "layer_norm_eps", "pad_token_id", "type_vocab_size",
+                "max_position_embeddings", "vocab_size"):
+        assert hub_config[key] == config[key], key
+    return hub_config
+
+
 def roberta_positions(input_ids, pad_token_id):
     """Transformers' create_position_ids_from_input_ids: cumsum(ids != pad) * (ids != pad) +
     pad."""

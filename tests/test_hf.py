@@ -71,6 +71,17 @@ def checkpoint_tensors(prefix):
     return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
 
 
+def assert_same_checkpoint(prefix, again, left_out=()):
+    """The checkpoint `again` holds the tensors of checkpoint `prefix` bit for bit, less its
+    global_step and the names `left_out` (a head the export does not carry)."""
+    original = {n: v for n, v in checkpoint_tensors(prefix).items()
+                if n != "global_step" and n not in left_out}
+    back = checkpoint_tensors(again)
+    assert sorted(back) == sorted(original)
+    for name, value in original.items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
 def inputs():
     return {"input_ids": INPUT_IDS, "input_mask": INPUT_MASK, "segment_ids": SEGMENT_IDS,
             "masked_lm_positions": POSITIONS}
@@ -482,7 +493,8 @@ def test_half_precision_weights_are_widened_exactly(tmp_path):
 
 @pytest.mark.parametrize("key,value,fragment", [
     ("model_type", "distilbert", "model_type 'distilbert' has no Hugging Face Hub names here "
-                                 "(only model_type 'bert', 'albert', 'roberta' convert"),
+                                 "(only model_type 'bert', 'albert', 'roberta', "
+                                 "'xlm-roberta' convert"),
     # A family of bert_tf without a Hub name table (no hub_names module) is refused too.
     ("model_type", "electra", "model_type 'electra' has no Hugging Face Hub names here"),
     ("position_embedding_type", "relative_key", "position_embedding_type 'relative_key'"),
@@ -630,7 +642,7 @@ def test_the_bridge_finds_a_familys_hub_names_through_the_registry(tmp_path):
     vocab.write_text("\n".join(hub.VOCAB) + "\n")
     with pytest.raises(HubError, match=r"bert_config.json: model_type 'electra' has no Hugging "
                                        r"Face Hub names here \(only model_type 'bert', 'albert', "
-                                       r"'roberta' convert\)"):
+                                       r"'roberta', 'xlm-roberta' convert\)"):
         export_checkpoint(str(folder), str(folder / "bert_config.json"), str(vocab),
                           str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()

@@ -25,7 +25,8 @@ from bert_tf.roberta.config import RobertaConfig
 from bert_tf.roberta.model import RobertaModel
 from bert_tf.text import VocabError
 from conftest import tiny_config_dict
-from test_hf import checkpoint_tensors, one_line_error, random_model
+from test_hf import (assert_same_checkpoint, checkpoint_tensors, one_line_error,
+                     random_model)
 
 LABELS = ["pos", "neg", "neu"]
 CASES = {
@@ -253,23 +254,8 @@ def test_export_of_import_gives_the_snapshot_tensors_back(tmp_path, case):
     import_snapshot(folder, tmp_path / "google")
     # No config or vocabulary flag: bert_config.json, vocab.json and merges.txt beside it.
     export_checkpoint(tmp_path / "google", None, None, tmp_path / "back")
-    back = SafetensorsFile(tmp_path / "back/model.safetensors")
-    got = back.read_all()
-    expected = {}
-    for name, value in tensors.items():
-        bare = name.removeprefix("roberta.")
-        if bare in hub_names.LEFT_OUT:
-            continue
-        expected[bare if arch == "RobertaModel" else name] = value
-    assert sorted(got) == sorted(expected)
-    for name, value in expected.items():
-        assert back.entries[name] == ("F32", value.shape), name
-        np.testing.assert_array_equal(got[name], value, err_msg=name)
-    hub_config = json.loads((tmp_path / "back/config.json").read_text())
-    assert hub_config["architectures"] == [arch] and hub_config["model_type"] == "roberta"
-    for key in ("hidden_act", "layer_norm_eps", "pad_token_id", "type_vocab_size",
-                "max_position_embeddings", "vocab_size"):
-        assert hub_config[key] == config[key], key
+    hub_config = hub.assert_roberta_export(tmp_path / "back", tensors, config,
+                                           bare=arch == "RobertaModel")
     assert "position_embedding_type" not in hub_config
     if "id2label" in config:
         assert hub_config["id2label"] == {str(i): x for i, x in enumerate(LABELS)}
@@ -312,12 +298,7 @@ def test_import_of_export_gives_the_checkpoint_back(tmp_path, kind, overrides):
     settings = json.loads((tmp_path / "hub/tokenizer_config.json").read_text())
     assert settings["model_max_length"] == config.max_sequence_length
     import_snapshot(tmp_path / "hub", tmp_path / "google")
-    original = {n: v for n, v in checkpoint_tensors(prefix).items()
-                if n != "global_step" and n not in nsp}
-    again = checkpoint_tensors(tmp_path / "google/bert_model.ckpt")
-    assert sorted(again) == sorted(original)
-    for name, value in original.items():
-        np.testing.assert_array_equal(again[name], value, err_msg=name)
+    assert_same_checkpoint(prefix, tmp_path / "google/bert_model.ckpt", left_out=nsp)
     assert RobertaConfig.from_json_file(tmp_path / "google/bert_config.json") == config
 
 

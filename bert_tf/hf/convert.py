@@ -122,7 +122,7 @@ def import_snapshot(hf_dir, output_dir):
             "source": os.path.abspath(hf_dir), "architecture": snap.architecture,
             "generated": snap.generated})
     written = ", ".join(vocab_files)
-    if table.TOKENIZER_FILES == "bpe":
+    if not tokenizer_files.HAS_CASING[table.TOKENIZER_FILES]:
         use = " ".join(f"--{'vocab' if name == table.VOCAB_FILE else 'merges'}_file="
                        f"{os.path.join(output_dir, name)}" for name in vocab_files)
     else:
@@ -273,8 +273,8 @@ def export_checkpoint(checkpoint, bert_config_file, vocab_file, output_dir, do_l
     vocab = table.read_vocab(*tokenizer_paths.values())
     _check_vocab_size(vocab, config, vocab_file, bert_config_file)
     report = []
-    if table.TOKENIZER_FILES == "bpe":
-        do_lower_case = False  # byte-level BPE has no casing option
+    if not tokenizer_files.HAS_CASING[table.TOKENIZER_FILES]:
+        do_lower_case = False  # byte-level BPE and XLM-R's SentencePiece have no casing option
     elif do_lower_case is None:
         do_lower_case, how = tokenizer_files.resolve_do_lower_case(directory, vocab_file)
         report.append(f"tokenizer: {how}")

@@ -359,13 +359,16 @@ def _token_content(value):
     return value.get("content") if isinstance(value, dict) else value
 
 
-def read_bpe_settings(folder, special_tokens):
+def read_bpe_settings(folder, special_tokens, family="RoBERTa", prefix_space=False):
     """What `tokenizer_config.json` and `special_tokens_map.json` of `folder` say for RoBERTa's
-    byte-level BPE tokenizer: a special token other than `special_tokens`' is refused (its
-    ids would differ); settings the tokenizer cannot follow are warned of.
+    byte-level BPE tokenizer (or XLM-R's SentencePiece: `family` "XLM-RoBERTa",
+    `prefix_space` True): a special token other than `special_tokens`' is refused (its ids
+    would differ); settings the tokenizer cannot follow are warned of (lower-casing, an
+    `add_prefix_space` other than `prefix_space`, the tokenizer's own: RoBERTa adds no space
+    before the first word, SentencePiece always does).
 
     Returns:
-      (do_lower_case: always False (byte-level BPE has no casing option), notes, warnings).
+      (do_lower_case: always False (neither has a casing option), notes, warnings).
     """
     notes, warnings = [], []
     ours = special_tokens_map(special_tokens)
@@ -378,16 +381,35 @@ def read_bpe_settings(folder, special_tokens):
         for key, token in ours.items():
             given = _token_content(data.get(key, token))
             if given != token:
-                raise HubError(f"{path}: {key} is {given!r}; RoBERTa's tokenizer uses "
+                raise HubError(f"{path}: {key} is {given!r}; {family}'s tokenizer uses "
                                f"{token!r}")
         if name != TOKENIZER_CONFIG:
             continue
         if data.get("do_lower_case") is True:
-            warnings.append(f"{path}: do_lower_case=True: Transformers' RobertaTokenizer does not "
-                            "lower-case, nor does ours")
-        if data.get("add_prefix_space") is True:
-            warnings.append(f"{path}: add_prefix_space=True: {_PREFIX_SPACE_WARNING}")
+            warnings.append(f"{path}: do_lower_case=True: Transformers' {family} tokenizer does "
+                            "not lower-case, nor does ours")
+        if data.get("add_prefix_space", prefix_space) is not prefix_space:
+            warnings.append(f"{path}: add_prefix_space={data['add_prefix_space']}: "
+                            + (_PREFIX_SPACE_WARNING if not prefix_space else
+                               "the scripts tokenize as SentencePiece does, with a word start "
+                               "before the first word"))
     return False, notes, warnings
+
+
+def _roberta_special_tokens(special_tokens, vocab):
+    """(special_tokens_map.json's object with `<s>` and `</s>` also as bos/eos,
+    tokenizer_config.json's `added_tokens_decoder` {id: AddedToken object}) of RoBERTa's layout:
+    `<mask>` strips the whitespace on its left, as fairseq's and Transformers' RoBERTa and
+    XLM-R do. `vocab`: {token: id}."""
+    tokens = special_tokens_map(special_tokens)
+    tokens.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
+    added = {}
+    for token in dict.fromkeys(tokens.values()):
+        if token in vocab:
+            added[str(vocab[token])] = {
+                "content": token, "lstrip": token == special_tokens.mask, "rstrip": False,
+                "normalized": False, "single_word": False, "special": True}
+    return tokens, added
 
 
 def write_hub_bpe_files(folder, vocab_bytes, merges_bytes, model_max_length, tokenizer_class,
@@ -400,14 +422,7 @@ def write_hub_bpe_files(folder, vocab_bytes, merges_bytes, model_max_length, tok
     for name, data in ((VOCAB_JSON, vocab_bytes), (MERGES_TXT, merges_bytes)):
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
-    tokens = special_tokens_map(special_tokens)
-    tokens.update(bos_token=special_tokens.cls, eos_token=special_tokens.sep)
-    added = {}
-    for token in dict.fromkeys(tokens.values()):
-        if token in vocab:
-            added[str(vocab[token])] = {
-                "content": token, "lstrip": token == special_tokens.mask, "rstrip": False,
-                "normalized": False, "single_word": False, "special": True}
+    tokens, added = _roberta_special_tokens(special_tokens, vocab)
     write_json(os.path.join(folder, TOKENIZER_CONFIG), {
         "tokenizer_class": tokenizer_class,
         "add_prefix_space": False,
@@ -420,11 +435,61 @@ def write_hub_bpe_files(folder, vocab_bytes, merges_bytes, model_max_length, tok
     write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
 
 
+# --- SentencePiece with fairseq's dictionary (XLM-RoBERTa) ----------------------------------
+
+FAIRSEQ_SPM_MODEL = "sentencepiece.bpe.model"
+
+
+def snapshot_fairseq_sentencepiece(hf_dir, read_tokenizer_json):
+    """(sentencepiece.bpe.model bytes, source) of a snapshot: its file byte for byte
+    (xlm-roberta-base has it beside its tokenizer.json), else the model the family's
+    `read_tokenizer_json(path)` rebuilds from tokenizer.json (what Transformers 5's
+    save_pretrained writes alone; the same ids, other bytes)."""
+    path = os.path.join(hf_dir, FAIRSEQ_SPM_MODEL)
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            return f.read(), path
+    json_path = os.path.join(hf_dir, TOKENIZER_JSON)
+    if os.path.isfile(json_path):
+        return (read_tokenizer_json(json_path),
+                f"{json_path} (its Unigram vocabulary and normalizer rebuilt as "
+                f"{FAIRSEQ_SPM_MODEL})")
+    raise HubError(f"{hf_dir}: no {FAIRSEQ_SPM_MODEL} and no {TOKENIZER_JSON}: the snapshot has "
+                   "no vocabulary")
+
+
+def write_hub_fairseq_sentencepiece_files(folder, model_bytes, model_max_length,
+                                          tokenizer_class, special_tokens):
+    """sentencepiece.bpe.model (byte for byte), tokenizer_config.json and
+    special_tokens_map.json of Transformers' `tokenizer_class` ("XLMRobertaTokenizer"): ids
+    <s> 0, <pad> 1, </s> 2, <unk> 3, <mask> = the model's piece count + 1 (fairseq's
+    dictionary), `<mask>` stripping the whitespace on its left."""
+    import sentencepiece as spm  # only here: the rest of this module needs no package
+
+    processor = spm.SentencePieceProcessor()
+    processor.LoadFromSerializedProto(model_bytes)
+    vocab = {special_tokens.cls: 0, special_tokens.pad: 1, special_tokens.sep: 2,
+             special_tokens.unk: 3, special_tokens.mask: processor.GetPieceSize() + 1}
+    with open(os.path.join(folder, FAIRSEQ_SPM_MODEL), "wb") as f:
+        f.write(model_bytes)
+    tokens, added = _roberta_special_tokens(special_tokens, vocab)
+    write_json(os.path.join(folder, TOKENIZER_CONFIG), {
+        "tokenizer_class": tokenizer_class,
+        "model_max_length": int(model_max_length),
+        "added_tokens_decoder": added,
+        **tokens,
+    })
+    write_json(os.path.join(folder, SPECIAL_TOKENS_MAP), tokens)
+
+
 # --- by kind -----------------------------------------------------------------------------------
 
 # The files of each kind an import copies and an export writes, the vocabulary first.
 FILES = {"wordpiece": (VOCAB_FILE,), "sentencepiece": (SPIECE_MODEL,),
-         "bpe": (VOCAB_JSON, MERGES_TXT)}
+         "bpe": (VOCAB_JSON, MERGES_TXT), "fairseq_sentencepiece": (FAIRSEQ_SPM_MODEL,)}
+# Whether the tokenizer of each kind has a casing option (do_lower_case); the others are cased.
+HAS_CASING = {"wordpiece": True, "sentencepiece": True, "bpe": False,
+              "fairseq_sentencepiece": False}
 
 
 def snapshot_tokenizer(hf_dir, kind, special_tokens, read_tokenizer_json=None):
@@ -440,6 +505,11 @@ def snapshot_tokenizer(hf_dir, kind, special_tokens, read_tokenizer_json=None):
     if kind == "sentencepiece":
         data, source = snapshot_sentencepiece(hf_dir)
         return ({SPIECE_MODEL: data}, source, *read_sentencepiece_settings(hf_dir))
+    if kind == "fairseq_sentencepiece":
+        data, source = snapshot_fairseq_sentencepiece(hf_dir, read_tokenizer_json)
+        do_lower_case, notes, warnings = read_bpe_settings(
+            hf_dir, special_tokens, family="XLM-RoBERTa", prefix_space=True)
+        return {FAIRSEQ_SPM_MODEL: data}, source, do_lower_case, notes, warnings
     if kind == "bpe":
         files, source, warnings = snapshot_bpe(hf_dir, read_tokenizer_json)
         do_lower_case, notes, more = read_bpe_settings(hf_dir, special_tokens)
@@ -455,6 +525,9 @@ def write_hub_files(kind, folder, files, do_lower_case, model_max_length, tokeni
     if kind == "sentencepiece":
         write_hub_sentencepiece_files(folder, files[SPIECE_MODEL], do_lower_case,
                                       model_max_length, tokenizer_class, special_tokens)
+    elif kind == "fairseq_sentencepiece":
+        write_hub_fairseq_sentencepiece_files(folder, files[FAIRSEQ_SPM_MODEL], model_max_length,
+                                              tokenizer_class, special_tokens)
     elif kind == "bpe":
         write_hub_bpe_files(folder, files[VOCAB_JSON], files[MERGES_TXT], model_max_length,
                             tokenizer_class, special_tokens)
