@@ -356,19 +356,22 @@ def kill_after_checkpoint(args, output_dir, step, rng, driver=DRIVER, timeout=18
     """Starts `driver` with `args` and SIGKILLs it at a random moment (0 to 0.2 s) after the
     checkpoint of `step` appears in output_dir: mid-step, mid-save or between them; but no
     later than when the next checkpoint is listed, so that a fast run (a tiny model on a fast
-    CPU) is still killed before its end."""
+    CPU) is still killed before its end. The driver is killed whatever happens here (a
+    timeout, an interrupt): a failed test leaves no run behind to take the CPU of the next."""
     proc = subprocess.Popen([sys.executable, "-c", driver, json.dumps(args)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
-    deadline = time.time() + timeout
-    while not state_lists(output_dir, step) and proc.poll() is None:
-        assert time.time() < deadline, "no checkpoint appeared"
-        time.sleep(0.01)
-    listed = _latest_listed(output_dir)
-    kill_at = time.time() + rng.uniform(0.0, 0.2)
-    while time.time() < kill_at and _latest_listed(output_dir) == listed:
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        deadline = time.time() + timeout
+        while not state_lists(output_dir, step) and proc.poll() is None:
+            assert time.time() < deadline, f"no checkpoint of step {step} within {timeout} s"
+            time.sleep(0.01)
+        listed = _latest_listed(output_dir)
+        kill_at = time.time() + rng.uniform(0.0, 0.2)
+        while time.time() < kill_at and _latest_listed(output_dir) == listed:
+            time.sleep(0.002)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
 
 
