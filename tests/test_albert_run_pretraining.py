@@ -175,12 +175,16 @@ def padded_run(tmp_path_factory, sorted_records):
     return output_dir, history
 
 
-@pytest.mark.slow  # a 12-step run here, and the command twice: killed after step 4, restarted
-def test_sigkill_and_restart_with_the_same_command_is_uninterrupted(tmp_path):
+@pytest.mark.slow  # a 12-step run here, the command killed after step 4, the restart here
+def test_sigkill_and_restart_with_the_same_command_is_uninterrupted(tmp_path, caplog):
     """Dropout on (so its seeds resume too), the records shuffled (so the input position):
-    killed at a random moment after its step-4 checkpoint (mid-step, mid-save or between) and
-    started again with the same command line, the run (3 epochs of the 16 records) ends with
-    the uninterrupted run's model.ckpt-12, bit for bit."""
+    the command killed at a random moment after its step-4 checkpoint (mid-step, mid-save or
+    between) and started again with the same options, the run (3 epochs of the 16 records)
+    ends with the uninterrupted run's model.ckpt-12, bit for bit. The restart runs in this
+    process (the command's `run` with `options`, which the uninterrupted run shares: a
+    command whose flags made other options would have trained the killed steps otherwise);
+    the command's own restart over the killed run's lock file is that of every pretraining
+    command (bert_tf/flags.py), tested by tests/test_run_pretraining.py."""
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(json.dumps(dict(
         json.loads((MODEL / "albert_config.json").read_text()), hidden_dropout_prob=0.1,
@@ -195,8 +199,9 @@ def test_sigkill_and_restart_with_the_same_command_is_uninterrupted(tmp_path):
     assert not state_lists(killed, 12)
     resumed_from = int(tf.train.latest_checkpoint(str(killed)).rsplit("-", 1)[1])
     assert 4 <= resumed_from < 12
-    log = run_command(argv)
-    assert f"model.ckpt-{resumed_from} at global_step {resumed_from}" in log
+    caplog.set_level("INFO")
+    run_here(options(killed, **steps), config(config_file))
+    assert f"model.ckpt-{resumed_from} at global_step {resumed_from}" in caplog.text
     assert_checkpoints_identical(tmp_path / "reference" / "model.ckpt-12",
                                  killed / "model.ckpt-12")
     assert set(read_checkpoint(killed / "model.ckpt-12")) == ORIGINAL_VARIABLES
