@@ -3,8 +3,8 @@ the ORIGINAL modeling.BertModel and create_optimizer, recorded by
 tests/data/tagging_model/make_expected.py on the golden tiny model (issue 22's recipe): the
 records, the forward pass, and three optimizer steps with warmup (losses, learning rates,
 every weight and Adam moment); and each replica's share of the loss (averaged over the
-predicted words of the global batch, not of the replica's part), which mirrored runs rely on. So the two
-taggers differ only where docs/tagging.md says."""
+predicted words of the global batch, not of the replica's part), which mirrored runs rely on.
+So the two taggers differ only where docs/tagging.md says."""
 
 import json
 from pathlib import Path
