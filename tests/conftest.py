@@ -63,19 +63,64 @@ def load_recorder(topic):
     return sys.modules[name]
 
 
+_GROUP = pytest.StashKey[str]()  # an item's xdist group (its node id when it has none)
+# A slow test costs about this many fast ones (slow: 5 to 30 s; most others well under 1 s).
+SLOW_WEIGHT = 20
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (scripts/test.sh runs `-n 2 --dist loadgroup`): the tests of a module
-    that has a module-scoped fixture (a trained model, exported SavedModels, traced tokenizers)
-    form one group, run by one worker, so that the fixture is built once rather than once per
-    worker; and the slow tests are handed out first, so that no worker is left finishing a long
-    test alone while the other is idle. A run without xdist keeps the file order."""
+    """Under pytest-xdist (scripts/test.sh runs `-n 2 --dist loadgroup
+    --no-loadscope-reorder`): the tests of a module that has a module-scoped fixture (a
+    trained model, exported SavedModels, traced tokenizers) form one group, run by one worker,
+    so that the fixture is built once rather than once per worker; and the costliest groups
+    are handed out first (a group's cost: SLOW_WEIGHT a slow test, 1 another; an ungrouped
+    test is a group of its own), so that no worker is left finishing a long group alone while
+    the other is idle. xdist hands the groups out in the order of their first test here
+    (--no-loadscope-reorder; its default would order them by their number of tests, which
+    puts every grouped module, slow or not, before every slow ungrouped test). A run without
+    xdist keeps the file order."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     shared = {item.module.__name__ for item in items
               if any(defs[-1].scope == "module"
                      for defs in item._fixtureinfo.name2fixturedefs.values())}
+    groups = {}
     for item in items:
         if item.module.__name__ in shared:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+            group = item.module.__name__
+        else:
+            group = item.nodeid
+        cost = SLOW_WEIGHT if item.get_closest_marker("slow") else 1
+        groups[group] = groups.get(group, 0) + cost
+        item.stash[_GROUP] = group
+    first = {}
+    for index, item in enumerate(items):
+        first.setdefault(item.stash[_GROUP], index)
+    # Stable: a group's tests keep their file order.
+    items.sort(key=lambda item: (-groups[item.stash[_GROUP]], first[item.stash[_GROUP]]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With BERT_TF_TEST_CPU_LOG=<file>: one line per test appended to <file>, "<CPU seconds>
+    <wall seconds> <node id>" (tab-separated; CPU of this process's threads and of the
+    subprocesses it waited for, setup and teardown included), to find the costliest tests of a
+    run (`sort -rn <file> | head`). Under xdist every worker appends its own lines."""
+    path = os.environ.get("BERT_TF_TEST_CPU_LOG")
+    if not path:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu():
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + children.ru_utime + children.ru_stime
+
+    cpu_start, wall_start = cpu(), time.monotonic()
+    yield
+    line = f"{cpu() - cpu_start:.2f}\t{time.monotonic() - wall_start:.2f}\t{item.nodeid}\n"
+    with open(path, "a") as f:  # one write of one line: workers' lines do not interleave
+        f.write(line)

@@ -222,30 +222,6 @@ def driver_args(bert_config_file, dropout_rate=0.0, **common):
         **common, **overrides)
 
 
-@pytest.mark.slow
-def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
-    config_file = golden_path("train", "bert_config.json")  # dropout 0.0, as the head here
-    single, mirrored = assert_mirrored_equals_default(tmp_path, driver_args(
-        config_file, init_checkpoint=str(init_checkpoint), do_eval=True))
-    # 11 eval records over 2 replicas: the padded last batch is split between them.
-    assert sorted(mirrored["results"]) == sorted(single["results"]) == [
-        "eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
-    for key, value in single["results"].items():
-        assert mirrored["results"][key] == pytest.approx(value, rel=1e-5), key
-
-
-@pytest.mark.slow
-def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
-    """With the head's dropout (0.1) and the encoder's, and a shuffled input: a run killed
-    after its step-4 checkpoint (in another process) and resumed continues the input position
-    and the dropout draws exactly as the uninterrupted run."""
-    config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
-    total = 60
-    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
-        config_file, dropout_rate=0.1, num_train_steps=total, save_checkpoints_steps=2,
-        num_warmup_steps=3, keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7), total)
-
-
 # --- dynamic padding ------------------------------------------------------------------------------
 # The recording's records are 17 to 32 pieces long; with a padding width of 4 the first two
 # batches (file order, 4 records) are cut to 28 and 24 positions.
@@ -309,19 +285,27 @@ def test_eval_and_test_results_in_length_order_equal_the_padded_run(tmp_path_fac
 @pytest.mark.slow
 def test_mirrored_on_two_cpus_with_cut_batches_equals_default(tmp_path, init_checkpoint):
     """Two replicas share one cut length (the longest of the global batch); eval in length
-    order gathers the per-example outputs of both."""
-    config_file = golden_path("train", "bert_config.json")
+    order gathers the per-example outputs of both, and the 11 eval records' padded last batch
+    is split between them. (The only mirrored fine-tuning run: the padded batches' mirrored
+    step is tested by tests/test_training_loop.py and tests/test_training_composition.py,
+    the SQuAD and tagging losses' replica shares by unit tests in their test files.)"""
+    config_file = golden_path("train", "bert_config.json")  # dropout 0.0, as the head here
     single, mirrored = assert_mirrored_equals_default(tmp_path, driver_args(
         config_file, init_checkpoint=str(init_checkpoint), do_eval=True,
         padding_width=CUT_WIDTH))
+    assert sorted(mirrored["results"]) == sorted(single["results"]) == [
+        "eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
     for key, value in single["results"].items():
         assert mirrored["results"][key] == pytest.approx(value, rel=1e-5), key
 
 
 @pytest.mark.slow
 def test_group_by_length_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
-    """--group_by_length: a run killed after its step-4 checkpoint resumes inside a window of
-    sorted records exactly where it was."""
+    """With the head's dropout (0.1) and the encoder's, a shuffled input and --group_by_length:
+    a run killed after its step-4 checkpoint (in another process) and resumed continues the
+    input position (inside a window of sorted records) and the dropout draws exactly as the
+    uninterrupted run. (The only fine-tuning SIGKILL run: the plain shuffled input's resume
+    is also tested by tests/test_training_loop.py and tests/test_electra_pretraining.py.)"""
     config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
     total = 12
     assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(

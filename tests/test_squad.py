@@ -1,7 +1,9 @@
 """SQuAD's model side (SquadTask through the Trainer) against the original run_squad.py,
 recorded by tests/data/squad_model/make_expected.py on the golden tiny model: forward logits,
-the loss, 3 optimizer steps, the checkpoint's variables; mirrored = default, SIGKILL + resume =
-uninterrupted; and `run()` / run_squad.py end to end with every bad input as one clear error.
+the loss, 3 optimizer steps, the checkpoint's variables; each replica's share of the loss (the
+trainer's mirrored and SIGKILL + resume runs are tested task-independently in
+test_classification.py and test_training_loop.py); and `run()` / run_squad.py end to end with
+every bad input as one clear error.
 """
 
 import json
@@ -21,9 +23,8 @@ from bert_tf.tasks.classification import ClassificationTask
 from bert_tf.tasks.squad import SquadError, SquadOptions, SquadTask, run
 from bert_tf.training.trainer import Trainer, TrainerOptions, TrainingError
 from test_training_helpers import (
-    REPO, assert_close, assert_matches_golden, assert_mirrored_equals_default,
-    assert_sigkill_and_resume_is_uninterrupted, finetune_driver_args, read_checkpoint,
-    write_config, zero_gradient_bounds,
+    REPO, assert_close, assert_matches_golden, assert_replica_shares_add_up, read_checkpoint,
+    zero_gradient_bounds,
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "squad_model"
@@ -33,7 +34,6 @@ BATCH_SIZE = EXPECTED["batch_size"]
 TRAIN, PREDICT, SQUAD_FILE = (str(DATA / n) for n in
                               ("train.tf_record", "predict.tf_record", "squad.json"))
 RECORDED_STEPS = len(EXPECTED["steps"])
-TASK_CLASS = "bert_tf.tasks.squad:SquadTask"
 
 
 def golden_config():
@@ -145,28 +145,17 @@ def test_our_checkpoint_holds_the_originals_variables(trained):
     assert not [n for n in ours if n.startswith("bert/pooler/") and "adam" in n]
 
 
-def driver_args(bert_config_file, **common):
-    """FINETUNE_DRIVER's arguments for SquadTask on the recording's records, as a function of
-    the output_dir (and overrides)."""
-    return lambda output_dir, **overrides: finetune_driver_args(
-        output_dir, bert_config_file, {"max_seq_length": MAX_SEQ_LENGTH}, [TRAIN], BATCH_SIZE,
-        task_class=TASK_CLASS, **common, **overrides)
-
-
-@pytest.mark.slow
-def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
-    assert_mirrored_equals_default(tmp_path, driver_args(
-        golden_path("train", "bert_config.json"), init_checkpoint=str(init_checkpoint)))
-
-
-@pytest.mark.slow
-def test_sigkill_and_resume_gives_the_uninterrupted_weights(tmp_path):
-    """With the encoder's dropout (0.1) and a shuffled input."""
-    config_file = write_config(tmp_path / "bert_config.json", vocab_size=509)
-    total = 16
-    assert_sigkill_and_resume_is_uninterrupted(tmp_path, driver_args(
-        config_file, num_train_steps=total, save_checkpoints_steps=2, num_warmup_steps=3,
-        keep_checkpoint_max=3, shuffle_buffer_size=100, seed=7), total)
+def test_replica_shares_of_the_loss_add_up_to_the_batch_loss(init_checkpoint):
+    """What the mirrored run checked of SQuAD (the trainer's mirrored step itself is tested
+    by tests/test_classification.py, tests/test_training_loop.py and
+    tests/test_training_composition.py): start, end and total loss are each replica's share
+    of the global batch's mean, over the recording's first training batch split 1 + 3."""
+    task = SquadTask(MAX_SEQ_LENGTH)
+    model = task.build_model(golden_config())
+    load_original_checkpoint(model, init_checkpoint)
+    features = {k: v[:BATCH_SIZE] for k, v in read_features(TRAIN, is_training=True).items()}
+    outputs = model(features, training=False)
+    assert_replica_shares_add_up(task, outputs, features, split=1)
 
 
 # --- run() end to end ---------------------------------------------------------------------------

@@ -387,21 +387,25 @@ def test_script_permutes_each_epoch_unless_shuffle_buffer_size_is_given(setup):
     common = [f"--data_dir={tmp_path}/data", f"--vocab_file={tmp_path}/vocab.txt",
               f"--bert_config_file={tmp_path}/bert_config.json", f"--output_dir={tmp_path}/o",
               "--do_train"]
-    probe = ("import sys\nfrom bert_tf import run_tagging\n"
+    # One process for the three command lines and --helpfull (a process start with TensorFlow
+    # is seconds): absl's FLAGS are reset to their defaults before each parse.
+    probe = ("import runpy, sys\nfrom bert_tf import run_tagging\n"
              "import bert_tf.tasks.tagging as tagging\n"
              "tagging.run = lambda config, options, *a, **k: print("
              "'BUFFER', options.shuffle_buffer_size) or {}\n"
-             "run_tagging.FLAGS(sys.argv)\n"
-             "sys.exit(run_tagging.main(sys.argv))\n")
+             "for extra in ([], ['--shuffle_buffer_size=100'], ['--shuffle_buffer_size=0']):\n"
+             "    run_tagging.FLAGS.unparse_flags()\n"
+             "    argv = ['run_tagging.py'] + sys.argv[1:] + extra\n"
+             "    run_tagging.FLAGS(argv)\n"
+             "    print('EXIT', run_tagging.main(argv), flush=True)\n"
+             "sys.argv = ['run_tagging.py', '--helpfull']\n"
+             "runpy.run_path('run_tagging.py', run_name='__main__')\n")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-    for extra, expected in (([], -1), (["--shuffle_buffer_size=100"], 100),
-                            (["--shuffle_buffer_size=0"], 0)):
-        proc = subprocess.run([sys.executable, "-c", probe, "run_tagging.py"] + common + extra,
-                              cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        assert f"BUFFER {expected}\n" in proc.stdout
-    proc = subprocess.run([sys.executable, "run_tagging.py", "--helpfull"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run([sys.executable, "-c", probe] + common, cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert [line for line in proc.stdout.splitlines() if line.startswith(("BUFFER", "EXIT"))] \
+        == ["BUFFER -1", "EXIT 0", "BUFFER 100", "EXIT 0", "BUFFER 0", "EXIT 0"], \
+        proc.stderr[-2000:]
     assert "fresh random permutation" in proc.stdout  # the script's text, --help's too
     assert "fresh permutation each epoch" in proc.stdout
     assert re.search(r"--shuffle_buffer_size:.*\n(.*\n)*?\s+\(default: '-1'\)", proc.stdout)

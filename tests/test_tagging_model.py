@@ -2,9 +2,9 @@
 the ORIGINAL modeling.BertModel and create_optimizer, recorded by
 tests/data/tagging_model/make_expected.py on the golden tiny model (issue 22's recipe): the
 records, the forward pass, and three optimizer steps with warmup (losses, learning rates,
-every weight and Adam moment); and mirrored over 2 CPUs = one device (the loss is averaged
-over the predicted words of the global batch, not of each replica's share). So the two
-taggers differ only where docs/tagging.md says."""
+every weight and Adam moment); and each replica's share of the loss (averaged over the
+predicted words of the global batch, not of the replica's part), which mirrored runs rely on.
+So the two taggers differ only where docs/tagging.md says."""
 
 import json
 from pathlib import Path
@@ -20,8 +20,8 @@ from bert_tf.data import conll
 from bert_tf.tasks.tagging import TaggingTask
 from bert_tf.training.trainer import Trainer, TrainerOptions
 from test_training_helpers import (
-    assert_close, assert_matches_golden, assert_mirrored_equals_default, finetune_driver_args,
-    init_checkpoint_with_head, read_checkpoint, record_batches, zero_gradient_bounds,
+    assert_close, assert_matches_golden, assert_replica_shares_add_up, init_checkpoint_with_head,
+    read_checkpoint, record_batches, zero_gradient_bounds,
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "tagging_model"
@@ -106,18 +106,19 @@ def test_three_steps_match_the_reference(tmp_path, init_checkpoint):
     assert_matches_golden(ours, reference, zero_gradients=bounds)
 
 
-@pytest.mark.slow  # a subprocess with 2 logical CPUs
-def test_mirrored_on_two_cpus_equals_default(tmp_path, init_checkpoint):
-    """Batches of 4 sentences split 2 + 2 over the replicas, whose shares hold different
+def test_replica_shares_of_the_loss_add_up_to_the_batch_loss(tmp_path, init_checkpoint):
+    """Batches of 4 sentences split 2 + 2 over two replicas, whose shares hold different
     numbers of predicted words: each replica's loss is its words' cross-entropy over the
-    global batch's word count, so the sum over replicas is the one-device step."""
+    global batch's word count, so the shares add up to the one-device loss. (This replaces a
+    mirrored run: the trainer's mirrored step itself is task-independent, tested by
+    tests/test_classification.py, tests/test_training_loop.py and
+    tests/test_training_composition.py.)"""
     records = str(tmp_path / "train.tf_record")
     conll.write_windows(records, windows())
     per_window = [sum(w.label_weights) for w in windows()]
     assert per_window[0] + per_window[1] != per_window[2] + per_window[3]
-    task = {"label_list": LABELS, "max_seq_length": MAX_SEQ_LENGTH, "dropout_rate": 0.0}
-    assert_mirrored_equals_default(tmp_path, lambda output_dir, **overrides: (
-        finetune_driver_args(output_dir, golden_path("train", "bert_config.json"), task,
-                             [records], EXPECTED["batch_size"],
-                             task_class="bert_tf.tasks.tagging:TaggingTask",
-                             init_checkpoint=str(init_checkpoint), **overrides)))
+    task = make_task()
+    model = task.build_model(golden_config())
+    load_original_checkpoint(model, init_checkpoint)
+    (features,) = record_batches([records], task, EXPECTED["batch_size"], 1)
+    assert_replica_shares_add_up(task, model(features, training=False), features, split=2)

@@ -356,19 +356,22 @@ def kill_after_checkpoint(args, output_dir, step, rng, driver=DRIVER, timeout=18
     """Starts `driver` with `args` and SIGKILLs it at a random moment (0 to 0.2 s) after the
     checkpoint of `step` appears in output_dir: mid-step, mid-save or between them; but no
     later than when the next checkpoint is listed, so that a fast run (a tiny model on a fast
-    CPU) is still killed before its end."""
+    CPU) is still killed before its end. The driver is killed whatever happens here (a
+    timeout, an interrupt): a failed test leaves no run behind to take the CPU of the next."""
     proc = subprocess.Popen([sys.executable, "-c", driver, json.dumps(args)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
-    deadline = time.time() + timeout
-    while not state_lists(output_dir, step) and proc.poll() is None:
-        assert time.time() < deadline, "no checkpoint appeared"
-        time.sleep(0.01)
-    listed = _latest_listed(output_dir)
-    kill_at = time.time() + rng.uniform(0.0, 0.2)
-    while time.time() < kill_at and _latest_listed(output_dir) == listed:
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        deadline = time.time() + timeout
+        while not state_lists(output_dir, step) and proc.poll() is None:
+            assert time.time() < deadline, f"no checkpoint of step {step} within {timeout} s"
+            time.sleep(0.01)
+        listed = _latest_listed(output_dir)
+        kill_at = time.time() + rng.uniform(0.0, 0.2)
+        while time.time() < kill_at and _latest_listed(output_dir) == listed:
+            time.sleep(0.002)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
 
 
@@ -625,3 +628,30 @@ def assert_eval_results_equal(path_a, path_b, tolerance=1e-6):
             assert a == b
         else:
             assert float(a) == pytest.approx(float(b), rel=tolerance, abs=tolerance), key
+
+
+def assert_replica_shares_add_up(task, outputs, features, split):
+    """What a mirrored run relies on of `task`'s loss, without the run: the batch (`outputs`
+    and `features`, dicts of [B, ...] tensors) cut at row `split` into two replicas' parts;
+    each part's `compute_loss` under the GLOBAL normalizers (the sum of the parts'
+    `local_normalizers`, as the trainer all-reduces them) is that replica's share, and the two
+    shares of every loss add up to the loss of the whole batch on one replica. A share taken
+    over the part's own normalizers (a replica-local mean) would add up to about twice it.
+    Float32 sums of a few terms in another order: equal within 1e-6 relative."""
+    import tensorflow as tf
+
+    def part(values, rows):
+        return {k: v[rows] for k, v in values.items()}
+
+    parts = [slice(0, split), slice(split, None)]
+    local = [task.local_normalizers(part(features, rows)) for rows in parts]
+    whole_normalizers = task.local_normalizers(features)
+    np.testing.assert_allclose(local[0] + local[1], whole_normalizers, rtol=1e-6)
+    whole = task.compute_loss(outputs, features, whole_normalizers)
+    shares = [task.compute_loss(part(outputs, rows), part(features, rows),
+                                tf.add(local[0], local[1])) for rows in parts]
+    assert sorted(shares[0]) == sorted(whole)
+    for name, value in whole.items():
+        assert float(value) != 0.0, name  # a zero loss would not tell the rules apart
+        np.testing.assert_allclose(float(shares[0][name]) + float(shares[1][name]),
+                                   float(value), rtol=1e-6, err_msg=name)
