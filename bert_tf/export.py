@@ -47,6 +47,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from bert_tf import families
+from bert_tf import flags as shared_flags
 from bert_tf.checkpoints import resolve_checkpoint_path
 from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
 
@@ -55,8 +56,10 @@ def _define_flags():
     flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel answers.")
     flags.DEFINE_string("checkpoint", None, "Fine-tuned checkpoint (prefix or directory).")
     flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
-    flags.DEFINE_string("vocab_file", None, "vocab.txt of the model.")
-    flags.DEFINE_bool("do_lower_case", True, "False for cased models.")
+    flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (RoBERTa: vocab.json).")
+    flags.DEFINE_bool("do_lower_case", True, "False for cased models. A RoBERTa model (cased "
+                      "byte-level BPE) defaults to False and refuses True.")
+    shared_flags.define_tokenizer_file_flags()
     flags.DEFINE_string("output_dir", None, "Directory to write the SavedModel to.")
     flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example ([CLS]/[SEP] included).")
     flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
@@ -93,13 +96,14 @@ def main(argv):
         labels = None
         if FLAGS.task in ("classifier", "tagging"):
             labels = read_labels(FLAGS.labels, FLAGS.checkpoint)
+        do_lower_case, tokenizer_files = shared_flags.tokenizer_settings(FLAGS, config)
         module, info = build_export(
-            FLAGS.task, config, FLAGS.checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case,
+            FLAGS.task, config, FLAGS.checkpoint, FLAGS.vocab_file, do_lower_case,
             FLAGS.max_seq_length, labels, FLAGS.layers, FLAGS.max_query_length,
             FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length,
             version_2_with_negative=FLAGS.version_2_with_negative,
             null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-            dynamic_padding=FLAGS.dynamic_padding)
+            dynamic_padding=FLAGS.dynamic_padding, tokenizer_files=tokenizer_files)
         save_export(module, info, FLAGS.output_dir)
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None
