@@ -177,14 +177,16 @@ def check_max_seq_length(max_seq_length, config, flag="--max_seq_length"):
         raise FeatureExtractionError(
             f"{flag}={max_seq_length}: must be at least 3 ([CLS] a [SEP] b [SEP] needs 3 "
             "special tokens)")
-    usable = config.max_sequence_length
-    if max_seq_length > usable:
-        why = ("max_position_embeddings" if usable == config.max_position_embeddings
-               else f"max_position_embeddings {config.max_position_embeddings} - pad_token_id "
-                    f"{config.pad_token_id} - 1")
+    usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
+    if max_seq_length > usable == config.max_position_embeddings:
         raise FeatureExtractionError(
-            f"{flag}={max_seq_length}: the model takes at most {usable} positions ({why} of "
-            f"the {config.model_type} config)")
+            f"{flag}={max_seq_length}: the model has only max_position_embeddings="
+            f"{config.max_position_embeddings} positions (bert config)")
+    if max_seq_length > usable:
+        raise FeatureExtractionError(
+            f"{flag}={max_seq_length}: the model takes at most {usable} positions "
+            f"(max_position_embeddings {config.max_position_embeddings} - pad_token_id "
+            f"{config.pad_token_id} - 1 of the {config.model_type} config)")
 
 
 def check_vocab_has_special_tokens(tokenizer, vocab_file):

@@ -149,8 +149,9 @@ def test_max_seq_length_checks_use_the_usable_length(folder, tmp_path):
         squad.validate_flags(config, squad.SquadOptions(**common(
             folder, tmp_path, max_seq_length=33, max_query_length=4, doc_stride=8,
             predict_file="x")), False, True)
-    with pytest.raises(export.ExportError, match=r"--max_seq_length=33: expected 3 to the "
-                                                 r"model's usable length 32"):
+    with pytest.raises(export.ExportError, match=r"--max_seq_length=33: expected 3 to 32 "
+                                                 r"\(max_position_embeddings 34 - pad_token_id "
+                                                 r"1 - 1 of the roberta config\)$"):
         export.build_export("features", config, str(folder / "bert_model.ckpt"),
                             str(folder / "vocab.json"), False, 33)
     from bert_tf.feature_extraction import FeatureExtractionError, check_max_seq_length

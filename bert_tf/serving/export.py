@@ -188,10 +188,14 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     """
     if task not in TASKS:
         raise ExportError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
-    if not 3 <= max_seq_length <= config.max_sequence_length:
-        raise ExportError(f"--max_seq_length={max_seq_length}: expected 3 to the model's "
-                          f"usable length {config.max_sequence_length} (of the "
-                          f"{config.model_type} config)")
+    usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
+    if not 3 <= max_seq_length <= usable:
+        raise ExportError(
+            f"--max_seq_length={max_seq_length}: expected 3 to "
+            + (f"max_position_embeddings={usable}" if usable == config.max_position_embeddings
+               else f"{usable} (max_position_embeddings {config.max_position_embeddings} - "
+                    f"pad_token_id {config.pad_token_id} - 1 of the {config.model_type} "
+                    "config)"))
     if doc_stride is None:
         doc_stride = DEFAULT_DOC_STRIDE.get(task, 128)
     if task in ("squad", "tagging") and doc_stride <= 0:
