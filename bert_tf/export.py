@@ -11,6 +11,9 @@ FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answer
 that imports only `tensorflow`, and plain `saved_model_cli run` works (see docs/serving.md):
     saved_model_cli run --dir EXPORT_DIR --tag_set serve --signature_def serving_default \\
         --input_exprs 'text_a=["a text"];text_b=[""]'
+A RoBERTa checkpoint (a `python -m bert_tf.hf import` folder) takes --vocab_file=<folder>/vocab.json
+(--merges_file: the merges.txt beside it by default; --do_lower_case: false by default, true
+refused) and tokenizes with byte-level BPE in core ops (docs/roberta.md).
 An ALBERT checkpoint (its SentencePiece .model as --vocab_file) tokenizes with tensorflow-text's
 SentencePiece ops instead: load it after `import tensorflow_text` (`"core_ops": false` in
 bert_tf_export.json; `python -m bert_tf.predict` does it). Signatures (every input
@@ -29,7 +32,8 @@ tf.string [N], a batch):
               pieces, "" for padding), num_words int32 [N].
   squad       serving_default(question, context) -> answer string [N] (run_squad.py's
               prediction, final text included: get_final_text for WordPiece, the context's
-              characters of the predicted pieces for SentencePiece), score float32 [N]
+              characters of the predicted pieces for SentencePiece and byte-level BPE),
+              score float32 [N]
               (start + end logit), start_logit, end_logit float32 [N]; with
               --version_2_with_negative also null_score_diff float64 [N] (its null_odds.json
               value; the answer is "" above --null_score_diff_threshold). See
