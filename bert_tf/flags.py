@@ -49,6 +49,8 @@ def tokenizer_settings(FLAGS, config):  # noqa: N803 (absl's name)
     from bert_tf import families
 
     given = FLAGS.do_lower_case if FLAGS["do_lower_case"].present else None
+    if given is None and not families.of(config).cased:
+        given = FLAGS.do_lower_case  # the command's own default, unchanged
     try:
         do_lower_case = families.lower_case_setting(config, given)
     except ValueError as e:
