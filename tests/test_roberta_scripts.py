@@ -24,7 +24,7 @@ from bert_tf.checkpoints import load_original_checkpoint, save_original_checkpoi
 from bert_tf.data import conll
 from bert_tf.data.classifier import InputExample, convert_single_example
 from bert_tf.feature_extraction import ExtractFeaturesOptions, run_extract_features
-from bert_tf.layers.heads import ClassifierHead
+from bert_tf.layers.heads import ClassifierHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.roberta.config import RobertaConfig
 from bert_tf.roberta.model import RobertaModel
@@ -338,13 +338,30 @@ def test_tagging(folder, tmp_path):
         assert firsts == {w: tokenizer.tokenize(word)[0] for w, word in enumerate(words)}
         assert all(piece.startswith("\u0120") for piece in firsts.values())
 
+    # The model called directly on the records' windows: each word's tag at its chosen piece.
+    model = BertTaskModel(config, TokenClassifierHead(len(labels), config.hidden_size))
+    load_original_checkpoint(model, checkpoint)
+    direct = []
+    for words in sentences:
+        windows = conll.sentence_windows(words, None, tokenizer, 24, 8)
+        batch = {name: tf.constant([getattr(w, name) for w in windows])
+                 for name in ("input_ids", "input_mask", "segment_ids")}
+        ids = tf.argmax(model(batch, training=False)["logits"], -1).numpy()
+        tags = {}
+        for k, window in enumerate(windows):
+            for position, weight in enumerate(window.label_weights):
+                if weight:
+                    tags[window.word_ids[position]] = labels[ids[k, position]]
+        direct.append([tags[w] for w in range(len(words))])
+    host = [[line.split()[-1] for line in block.splitlines()]
+            for block in predicted[True].strip("\n").split("\n\n")]
+    assert direct == host
+
     module, _ = export.build_export("tagging", config, checkpoint, str(folder / "vocab.json"),
                                     False, 24, labels, doc_stride=8)
     served = module.serve(tf.constant([" ".join(words) for words in sentences]))
     tags = [[t.decode() for t in row[:n]] for row, n in zip(served["tags"].numpy(),
                                                             served["num_words"].numpy())]
-    host = [[line.split()[-1] for line in block.splitlines()]
-            for block in predicted[True].strip("\n").split("\n\n")]
     assert tags == host
 
 
