@@ -410,6 +410,7 @@ def test_extract_features(folder, tmp_path):
     for i, host in enumerate(vectors[True]):
         n = len(host)
         assert int(served["input_mask"][i].numpy().sum()) == n
-        np.testing.assert_allclose(served["layers"][i, :n, 0].numpy(), host, atol=json_tolerance(host), rtol=0)
+        np.testing.assert_allclose(served["layers"][i, :n, 0].numpy(), host,
+                                   atol=json_tolerance(host), rtol=0)
         np.testing.assert_allclose(direct[i, :n].numpy(), host, atol=json_tolerance(host), rtol=0)
         assert set(served["input_ids"][i, n:].numpy().tolist()) <= {1}

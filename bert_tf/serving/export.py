@@ -179,7 +179,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       max_query_length, n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold: SQuAD, run_squad.py's flags.
       tokenizer: an existing graph tokenizer for the vocab (the family's `graph_tokenizer`;
-        building one takes seconds).
+        building one takes seconds); for squad and tagging, built with the family's
+        `word_tokenizer_kwargs` (RoBERTa's prefix space per word), as done when None.
       dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
       tokenizer_files: the tokenizer file flags beside vocab_file ({"merges_file": ...};
         `families.make_tokenizer`).
