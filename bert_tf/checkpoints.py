@@ -335,7 +335,11 @@ def _state(directory):
         return None, []
 
     def absolute(p):
-        return p if os.path.isabs(p) or "://" in p else os.path.join(directory, p)
+        # get_checkpoint_state already joins a relative entry to `directory` (itself perhaps
+        # relative: "out/model.ckpt-3" for "out"); only a bare name is joined here.
+        if os.path.isabs(p) or "://" in p or os.path.dirname(p):
+            return p
+        return os.path.join(directory, p)
 
     listed = []
     for p in state.all_model_checkpoint_paths:

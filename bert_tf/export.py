@@ -11,6 +11,9 @@ FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answer
 that imports only `tensorflow`, and plain `saved_model_cli run` works (see docs/serving.md):
     saved_model_cli run --dir EXPORT_DIR --tag_set serve --signature_def serving_default \\
         --input_exprs 'text_a=["a text"];text_b=[""]'
+A RoBERTa checkpoint (a `python -m bert_tf.hf import` folder) takes --vocab_file=<folder>/vocab.json
+(--merges_file: the merges.txt beside it by default; --do_lower_case: false by default, true
+refused) and tokenizes with byte-level BPE in core ops (docs/roberta.md).
 An ALBERT checkpoint (its SentencePiece .model as --vocab_file) tokenizes with tensorflow-text's
 SentencePiece ops instead: load it after `import tensorflow_text` (`"core_ops": false` in
 bert_tf_export.json; `python -m bert_tf.predict` does it). Signatures (every input
@@ -29,7 +32,8 @@ tf.string [N], a batch):
               pieces, "" for padding), num_words int32 [N].
   squad       serving_default(question, context) -> answer string [N] (run_squad.py's
               prediction, final text included: get_final_text for WordPiece, the context's
-              characters of the predicted pieces for SentencePiece), score float32 [N]
+              characters of the predicted pieces for SentencePiece and byte-level BPE),
+              score float32 [N]
               (start + end logit), start_logit, end_logit float32 [N]; with
               --version_2_with_negative also null_score_diff float64 [N] (its null_odds.json
               value; the answer is "" above --null_score_diff_threshold). See
@@ -47,6 +51,7 @@ import tensorflow as tf
 from absl import app, flags
 
 from bert_tf import families
+from bert_tf import flags as shared_flags
 from bert_tf.checkpoints import resolve_checkpoint_path
 from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
 
@@ -55,8 +60,10 @@ def _define_flags():
     flags.DEFINE_enum("task", None, list(TASKS), "What the SavedModel answers.")
     flags.DEFINE_string("checkpoint", None, "Fine-tuned checkpoint (prefix or directory).")
     flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model.")
-    flags.DEFINE_string("vocab_file", None, "vocab.txt of the model.")
-    flags.DEFINE_bool("do_lower_case", True, "False for cased models.")
+    flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (RoBERTa: vocab.json).")
+    flags.DEFINE_bool("do_lower_case", True, "False for cased models. A RoBERTa model (cased "
+                      "byte-level BPE) defaults to False and refuses True.")
+    shared_flags.define_tokenizer_file_flags()
     flags.DEFINE_string("output_dir", None, "Directory to write the SavedModel to.")
     flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example ([CLS]/[SEP] included).")
     flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
@@ -93,13 +100,14 @@ def main(argv):
         labels = None
         if FLAGS.task in ("classifier", "tagging"):
             labels = read_labels(FLAGS.labels, FLAGS.checkpoint)
+        do_lower_case, tokenizer_files = shared_flags.tokenizer_settings(FLAGS, config)
         module, info = build_export(
-            FLAGS.task, config, FLAGS.checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case,
+            FLAGS.task, config, FLAGS.checkpoint, FLAGS.vocab_file, do_lower_case,
             FLAGS.max_seq_length, labels, FLAGS.layers, FLAGS.max_query_length,
             FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length,
             version_2_with_negative=FLAGS.version_2_with_negative,
             null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-            dynamic_padding=FLAGS.dynamic_padding)
+            dynamic_padding=FLAGS.dynamic_padding, tokenizer_files=tokenizer_files)
         save_export(module, info, FLAGS.output_dir)
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None

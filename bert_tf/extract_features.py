@@ -34,7 +34,9 @@ flags.DEFINE_string("init_checkpoint", None,
                     "Checkpoint to read the weights from (usually a released BERT model).")
 flags.DEFINE_string("vocab_file", None, "The vocabulary file the BERT model was trained on.")
 flags.DEFINE_bool("do_lower_case", True,
-                  "Lower-case the input (True for uncased models, False for cased ones).")
+                  "Lower-case the input (True for uncased models, False for cased ones). A "
+                  "RoBERTa model (cased byte-level BPE) defaults to False and refuses True.")
+bert_flags.define_tokenizer_file_flags()
 flags.DEFINE_integer("batch_size", 32, "Batch size of the model pass.")
 # use_tpu, master, num_tpu_cores (the original's), with tpu_name, tpu_zone, gcp_project.
 bert_flags.define_tpu_flags()
@@ -65,7 +67,12 @@ def main(argv):
 
     try:
         strategy = bert_flags.strategy_from_flags(FLAGS)
-        options = bert_flags.options_from_flags(ExtractFeaturesOptions, FLAGS)
+        # Not given: the family's default (True for BERT, the original's; False for RoBERTa).
+        options = bert_flags.options_from_flags(
+            ExtractFeaturesOptions, FLAGS,
+            do_lower_case=FLAGS.do_lower_case if FLAGS["do_lower_case"].present else None,
+            tokenizer_files={name: FLAGS[name].value
+                             for name in bert_flags.TOKENIZER_FILE_FLAGS})
         count = run_extract_features(options, strategy)
     except (FeatureExtractionError, ConfigError, StrategyError, OutputError) as e:
         print(f"extract_features.py: error: {e}", file=sys.stderr)

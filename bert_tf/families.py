@@ -72,6 +72,19 @@ class Family:
         belong to no character). The SQuAD export then maps predicted pieces back to the
         context by them (ALBERT's), as `bert_tf.data.squad` does with the host's; WordPiece's
         has `normalize` instead (BasicTokenizer's character mapping, for `get_final_text`).
+      tokenizer_file_flags: the keyword arguments of `tokenizer` (and nothing else) that name
+        files the commands take as flags of the same name, beside --vocab_file (RoBERTa's
+        `merges_file`: --merges_file); each None (the flag not given) lets the tokenizer find
+        its file beside vocab_file. `make_tokenizer` passes them; the commands define the
+        flags once (`bert_tf.flags.define_tokenizer_file_flags`) and never name a family.
+      word_tokenizer_kwargs: keyword arguments of `tokenizer` and `graph_tokenizer` for
+        tasks whose text comes split into words, each tokenized alone (SQuAD's context words,
+        tagging's words): RoBERTa's `add_prefix_space=True`, Transformers'
+        `is_split_into_words`, so that every word starts with "Ġ" as inside running text.
+        Those tasks tokenize all their text with them (SQuAD's question too).
+      cased: whether the tokenizer never lower-cases (RoBERTa's byte-level BPE): the
+        commands' --do_lower_case then defaults to false for it (the original BERT's default,
+        true, applies to the others) and an explicit --do_lower_case=true is refused.
     """
 
     name: str
@@ -79,6 +92,9 @@ class Family:
     encoder: type
     tokenizer: object
     graph_tokenizer: object
+    tokenizer_file_flags: tuple = ()
+    word_tokenizer_kwargs: dict = dataclasses.field(default_factory=dict)
+    cased: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +112,9 @@ class SpecialTokens:
         (BERT's `[CLS] a [SEP] b [SEP]`: 1; RoBERTa's `<s> a </s></s> b </s>`: 2).
       pair_segments: whether the second sequence of a pair (and its final `sep`) gets
         segment id 1 (BERT) or 0 like the rest (RoBERTa).
+      pads_with_token: whether padding holds the id of `pad` (RoBERTa's `<pad>`, 1, as
+        Transformers pads) or 0 (the original BERT's and ALBERT's literal zeros, whatever the
+        vocab); see `pad_id`.
     """
 
     cls: str
@@ -107,6 +126,14 @@ class SpecialTokens:
     word_start_prefix: str | None = None
     pair_separators: int = 1
     pair_segments: bool = True
+    pads_with_token: bool = False
+
+    def pad_id(self, vocab):
+        """The id padded positions of `input_ids` hold: `vocab[pad]` with `pads_with_token`,
+        else 0. Only padded rows' outputs depend on it (attention masks padding out, and
+        RoBERTa's positions come from the mask), which the SQuAD head's n-best and loss read
+        (the original's arithmetic over all max_seq_length positions)."""
+        return int(vocab[self.pad]) if self.pads_with_token else 0
 
     def pair_budget(self, max_seq_length):
         """How many pieces of the two sequences a pair of `max_seq_length` positions holds
@@ -202,6 +229,39 @@ def hub_names(name):
 def of(config):
     """The `Family` of a config (its `model_type`)."""
     return get(getattr(config, "model_type", DEFAULT))
+
+
+def lower_case_setting(family, do_lower_case, flag="--do_lower_case"):
+    """The do_lower_case of `family` (a `Family` or a config) for a setting `do_lower_case`:
+    None (not given) -> the family's default (False for a `cased` family, else the original
+    BERT's True); True for a `cased` family raises ValueError naming `flag`."""
+    if not isinstance(family, Family):
+        family = of(family)
+    if do_lower_case is None:
+        return not family.cased
+    if do_lower_case and family.cased:
+        raise ValueError(
+            f"{flag}=true: a {family.name} model's tokenizer is cased and never lower-cases; "
+            f"leave the flag out (or pass {flag}=false)")
+    return bool(do_lower_case)
+
+
+def make_tokenizer(family, vocab_file, do_lower_case, tokenizer_files=None, words=False):
+    """The host tokenizer of `family` (a `Family`, or a config whose family to use).
+
+    Args:
+      vocab_file, do_lower_case: the commands' flags.
+      tokenizer_files: dict flag name -> path of the commands' tokenizer file flags; those in
+        the family's `tokenizer_file_flags` are passed (None or absent: the tokenizer's
+        default), the others ignored (another family's).
+      words: the text comes split into words, each tokenized alone (`word_tokenizer_kwargs`).
+    """
+    if not isinstance(family, Family):
+        family = of(family)
+    files = {name: path for name, path in (tokenizer_files or {}).items()
+             if name in family.tokenizer_file_flags and path}
+    kwargs = dict(family.word_tokenizer_kwargs) if words else {}
+    return family.tokenizer(vocab_file, do_lower_case, **files, **kwargs)
 
 
 def build_encoder(config, **kwargs):

@@ -126,6 +126,7 @@ def convert_examples_to_features(examples, seq_length, tokenizer):
     """
     features = []
     special = special_tokens_of(tokenizer)
+    pad_id = special.pad_id(tokenizer.vocab)
     for index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
@@ -134,7 +135,7 @@ def convert_examples_to_features(examples, seq_length, tokenizer):
         feature = InputFeatures(
             unique_id=example.unique_id,
             tokens=tokens,
-            input_ids=pad_to(input_ids, seq_length),
+            input_ids=pad_to(input_ids, seq_length, pad_id),
             input_mask=pad_to([1] * len(input_ids), seq_length),
             input_type_ids=pad_to(type_ids, seq_length),
         )
@@ -176,10 +177,16 @@ def check_max_seq_length(max_seq_length, config, flag="--max_seq_length"):
         raise FeatureExtractionError(
             f"{flag}={max_seq_length}: must be at least 3 ([CLS] a [SEP] b [SEP] needs 3 "
             "special tokens)")
-    if max_seq_length > config.max_position_embeddings:
+    usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
+    if max_seq_length > usable == config.max_position_embeddings:
         raise FeatureExtractionError(
             f"{flag}={max_seq_length}: the model has only max_position_embeddings="
             f"{config.max_position_embeddings} positions (bert config)")
+    if max_seq_length > usable:
+        raise FeatureExtractionError(
+            f"{flag}={max_seq_length}: the model takes at most {usable} positions "
+            f"(max_position_embeddings {config.max_position_embeddings} - pad_token_id "
+            f"{config.pad_token_id} - 1 of the {config.model_type} config)")
 
 
 def check_vocab_has_special_tokens(tokenizer, vocab_file):
@@ -520,7 +527,8 @@ class ExtractFeaturesOptions:
     vocab_file: str
     layers: str = "-1,-2,-3,-4"
     max_seq_length: int = 128
-    do_lower_case: bool = True
+    do_lower_case: bool | None = None  # None: the family's default (families.lower_case_setting)
+    tokenizer_files: dict = dataclasses.field(default_factory=dict)  # e.g. merges_file
     batch_size: int = 32
     mixed_precision: str = "none"
     progress_seconds: float = 30.0
@@ -546,8 +554,12 @@ def run_extract_features(options, strategy=None):
         raise FeatureExtractionError(f"--batch_size={options.batch_size}: must be positive")
     examples = read_examples(options.input_file)
     try:
-        tokenizer = families.of(config).tokenizer(options.vocab_file,
-                                                  do_lower_case=options.do_lower_case)
+        do_lower_case = families.lower_case_setting(config, options.do_lower_case)
+    except ValueError as e:
+        raise FeatureExtractionError(str(e)) from None
+    try:
+        tokenizer = families.make_tokenizer(config, options.vocab_file, do_lower_case,
+                                            options.tokenizer_files)
     except VocabError as e:
         raise FeatureExtractionError(f"--vocab_file={options.vocab_file}: {e}") from None
     check_vocab_has_special_tokens(tokenizer, options.vocab_file)

@@ -18,6 +18,47 @@ import sys
 from absl import app, flags
 
 
+# The tokenizer file flags every command with --vocab_file takes (`define_tokenizer_file_flags`),
+# name -> help: the union of the families' `tokenizer_file_flags` (bert_tf.families.Family),
+# each passed to the tokenizers of the families that name it and ignored by the others.
+TOKENIZER_FILE_FLAGS = {
+    "merges_file": "Byte-level BPE models (RoBERTa): the merges.txt beside --vocab_file's "
+                   "vocab.json (default: merges.txt in --vocab_file's directory). Unused by "
+                   "other families.",
+}
+
+
+class FlagError(ValueError):
+    """Flags that cannot be used together with the model's config (one line naming them)."""
+
+
+def define_tokenizer_file_flags():
+    """The flags of `TOKENIZER_FILE_FLAGS` (once per process, whichever command asks)."""
+    for name, help_text in TOKENIZER_FILE_FLAGS.items():
+        if name not in flags.FLAGS:
+            flags.DEFINE_string(name, None, help_text)
+
+
+def tokenizer_settings(FLAGS, config):  # noqa: N803 (absl's name)
+    """(do_lower_case, tokenizer_files) for the tokenizer of `config`'s family, from the flags.
+
+    --do_lower_case keeps the original's default (true) and meaning for a family that
+    lower-cases; for a `cased` family (RoBERTa) it defaults to false, and an explicit true is
+    refused (`FlagError`) rather than ignored. tokenizer_files: {flag: value} of the tokenizer
+    file flags the command defines (None where not given)."""
+    from bert_tf import families
+
+    given = FLAGS.do_lower_case if FLAGS["do_lower_case"].present else None
+    if given is None and not families.of(config).cased:
+        given = FLAGS.do_lower_case  # the command's own default, unchanged
+    try:
+        do_lower_case = families.lower_case_setting(config, given)
+    except ValueError as e:
+        raise FlagError(str(e)) from None
+    files = {name: FLAGS[name].value for name in TOKENIZER_FILE_FLAGS if name in FLAGS}
+    return do_lower_case, files
+
+
 def define_tpu_flags():
     """use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores (the original's)."""
     flags.DEFINE_bool("use_tpu", False, "Whether to use a TPU (implies --strategy=tpu).")
@@ -41,7 +82,9 @@ def define_fine_tuning_flags():
                         "Initial checkpoint (usually from a pre-trained BERT model).")
     flags.DEFINE_bool("do_lower_case", True,
                       "Whether to lower case the input text. Should be True for uncased models "
-                      "and False for cased models.")
+                      "and False for cased models. A RoBERTa model (cased byte-level BPE) "
+                      "defaults to False and refuses True.")
+    define_tokenizer_file_flags()
     flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
     flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
     flags.DEFINE_float("warmup_proportion", 0.1,
@@ -212,12 +255,17 @@ def run_fine_tuning(script, options_class, run, task_errors=(), read_config=None
     try:
         config = (read_config() if read_config is not None
                   else families.read_config(FLAGS.bert_config_file))
+        if "do_lower_case" in fields:
+            fields = dict(fields)
+            fields["do_lower_case"], tokenizer_files = tokenizer_settings(FLAGS, config)
+            if any(f.name == "tokenizer_files" for f in dataclasses.fields(options_class)):
+                fields["tokenizer_files"] = tokenizer_files
         strategy = strategy_from_flags(FLAGS)
         with hold_output_dir(FLAGS, strategy):
             options = options_class(**fields, **trainer_kwargs(FLAGS, strategy))
             out = run(config, options, strategy, **do)
     except (TrainingError, families.ConfigError, CheckpointError, StrategyError, InputError,
-            VocabError, FloatingPointError, OutputError, OutputDirInUseError) + tuple(
+            VocabError, FloatingPointError, OutputError, OutputDirInUseError, FlagError) + tuple(
                 task_errors) as e:
         print(f"{script}: error: {e}", file=sys.stderr)
         return 1

@@ -340,3 +340,21 @@ def test_full_disk_while_writing_the_state_file(tmp_path, monkeypatch):
         save_original_checkpoint(model, tmp_path / "model.ckpt-2", global_step=2)
     # The state file still names model.ckpt-1, and no unlisted model.ckpt-2 is left.
     assert _snapshot(tmp_path) == before
+
+
+def test_a_relative_directory_resolves_through_its_state_file(tmp_path, monkeypatch):
+    """`--checkpoint=out` (relative) with two checkpoints: the state file's latest, not
+    out/out/... (get_checkpoint_state already joins its entries to the directory)."""
+    from bert_tf.checkpoints import resolve_checkpoint_path
+
+    out = tmp_path / "out"
+    out.mkdir()
+    for step in (1, 2):
+        (out / f"model.ckpt-{step}.index").write_bytes(b"")
+    (out / "checkpoint").write_text(  # as the trainer writes it: names relative to `out`
+        'model_checkpoint_path: "model.ckpt-2"\n'
+        'all_model_checkpoint_paths: "model.ckpt-1"\n'
+        'all_model_checkpoint_paths: "model.ckpt-2"\n')
+    monkeypatch.chdir(tmp_path)
+    assert resolve_checkpoint_path("out") == os.path.join("out", "model.ckpt-2")
+    assert resolve_checkpoint_path(str(out)) == str(out / "model.ckpt-2")

@@ -121,6 +121,7 @@ class _Converter:
         if missing:
             raise ClassifierDataError(f"the vocab has no {' or '.join(missing)} token")
         self.cls_id, self.sep_id = vocab[special.cls], vocab[special.sep]
+        self.pad_id = special.pad_id(vocab)
         self.special = special
 
     def ids(self, example):
@@ -175,7 +176,8 @@ class _Converter:
         logging.info("*** Example ***")
         logging.info("guid: %s", example.guid)
         logging.info("tokens: %s", " ".join(printable_text(t) for t in tokens))
-        logging.info("input_ids: %s", " ".join(str(x) for x in input_ids + padding))
+        logging.info("input_ids: %s", " ".join(
+            str(x) for x in input_ids + [self.pad_id] * (length - n)))
         logging.info("input_mask: %s", " ".join(str(x) for x in [1] * n + padding))
         logging.info("segment_ids: %s", " ".join(str(x) for x in segments))
         if self.label_map is None:
@@ -202,7 +204,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     input_ids, num_a, label_id, is_real = converter.convert(ex_index, example)
     n = len(input_ids)
     padding = [0] * (max_seq_length - n)
-    return InputFeatures(input_ids + padding, [1] * n + padding,
+    return InputFeatures(input_ids + [converter.pad_id] * (max_seq_length - n),
+                         [1] * n + padding,
                          [0] * num_a + [1] * (n - num_a) + padding, label_id, is_real)
 
 
@@ -240,13 +243,16 @@ class ClassifierExampleEncoder:
       max_seq_length: the length of input_ids / input_mask / segment_ids.
       vocab_size: ids are < vocab_size.
       is_regression: whether label_ids is a float.
+      pad_id: what padded positions of input_ids hold (`SpecialTokens.pad_id`: 0, RoBERTa's 1).
     """
 
-    def __init__(self, max_seq_length, vocab_size, is_regression=False):
+    def __init__(self, max_seq_length, vocab_size, is_regression=False, pad_id=0):
         length = self.max_seq_length = max_seq_length
         self.is_regression = is_regression
         self._varints = [varint(n) for n in range(max(vocab_size, 2))]
         self._zeros = b"\x00" * length
+        self._pad_id = varint(pad_id)  # padding of input_ids (SpecialTokens.pad_id)
+        self._pad_ids = self._pad_id * length
         self._ones = b"\x01" * length
         self._input_ids_head = Int64EntryHeads("input_ids")
         self._input_mask = [
@@ -279,7 +285,8 @@ class ClassifierExampleEncoder:
         """
         n = len(input_ids)
         pad = self.max_seq_length - n
-        packed = b"".join(map(self._varints.__getitem__, input_ids)) + self._zeros[:pad]
+        packed = (b"".join(map(self._varints.__getitem__, input_ids))
+                  + self._pad_ids[:pad * len(self._pad_id)])
         features = b"".join((
             self._input_ids_head[len(packed)], packed,
             self._input_mask[n],
@@ -313,7 +320,8 @@ def write_classifier_records(examples, label_list, max_seq_length, tokenizer, ou
     """
     converter = _Converter(label_list, max_seq_length, tokenizer)
     encoder = ClassifierExampleEncoder(max_seq_length, max(tokenizer.vocab.values()) + 1,
-                                       is_regression=label_list is None)
+                                       is_regression=label_list is None,
+                                       pad_id=converter.pad_id)
     return write_example_records(
         examples, output_file, lambda ex_index, example: encoder.encode(
             *converter.convert(ex_index, example)), meta)

@@ -236,6 +236,7 @@ def sentence_windows(words, word_label_ids, tokenizer, max_seq_length, doc_strid
             predicted_in[position] = _max_context_window(spans, position)
     special = special_tokens_of(tokenizer)
     cls_id, sep_id = tokenizer.convert_tokens_to_ids([special.cls, special.sep])
+    pad_id = special.pad_id(tokenizer.vocab)
     windows = []
     for index, (start, length) in enumerate(spans):
         tokens = [special.cls] + pieces[start:start + length] + [special.sep]
@@ -253,7 +254,7 @@ def sentence_windows(words, word_label_ids, tokenizer, max_seq_length, doc_strid
         padding = max_seq_length - len(tokens)
         windows.append(Window(
             sentence_index=sentence_index, window_index=index, tokens=tokens,
-            input_ids=pad_to(ids, max_seq_length),
+            input_ids=pad_to(ids, max_seq_length, pad_id),
             input_mask=pad_to([1] * len(tokens), max_seq_length),
             segment_ids=[0] * max_seq_length,
             label_ids=pad_to(labels, max_seq_length),

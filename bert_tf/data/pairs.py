@@ -38,6 +38,7 @@ def pair_tokens(tokens_a, tokens_b, max_seq_length, special_tokens=None):
     return tokens, [0] * num_first + [1] * (len(tokens) - num_first)
 
 
-def pad_to(values, length):
-    """`values` (list of int) followed by zeros up to `length`."""
-    return list(values) + [0] * (length - len(values))
+def pad_to(values, length, value=0):
+    """`values` (list of int) followed by `value` (zeros; input_ids: the family's pad id,
+    `SpecialTokens.pad_id`) up to `length`."""
+    return list(values) + [value] * (length - len(values))

@@ -460,16 +460,18 @@ class InputFeatures:
       best_span: the shared list of `max_context_spans` of this example's windows.
       query_ids, query_tokens: the (cut) query's piece ids and pieces, shared by the windows.
       special_tokens: the tokenizer's `SpecialTokens` (shared).
+      pad_id: what input_ids holds past the tokens (`SpecialTokens.pad_id`).
     """
 
     __slots__ = ("unique_id", "example_index", "doc_span_index", "start_position",
                  "end_position", "is_impossible", "document", "best_span", "query_ids",
                  "query_tokens", "doc_start", "doc_length", "max_seq_length", "_cls_sep",
-                 "special_tokens")
+                 "special_tokens", "pad_id")
 
     def __init__(self, unique_id, example_index, doc_span_index, document, best_span,
                  query_ids, query_tokens, doc_start, doc_length, max_seq_length, cls_sep,
-                 special_tokens, start_position=None, end_position=None, is_impossible=False):
+                 special_tokens, start_position=None, end_position=None, is_impossible=False,
+                 pad_id=0):
         self.unique_id = unique_id
         self.example_index = example_index
         self.doc_span_index = doc_span_index
@@ -482,6 +484,7 @@ class InputFeatures:
         self.max_seq_length = max_seq_length
         self._cls_sep = cls_sep
         self.special_tokens = special_tokens
+        self.pad_id = pad_id
         self.start_position = start_position
         self.end_position = end_position
         self.is_impossible = is_impossible
@@ -525,7 +528,7 @@ class InputFeatures:
     @property
     def input_ids(self):
         ids = self._lay_out(self.query_ids, self.document.ids, *self._cls_sep)
-        return ids + [0] * (self.max_seq_length - len(ids))
+        return ids + [self.pad_id] * (self.max_seq_length - len(ids))
 
     @property
     def input_mask(self):
@@ -624,6 +627,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
         raise ValueError(f"the vocab has no {e.args[0]} token, which SQuAD features need") \
             from None
     inv_vocab = tokenizer.inv_vocab
+    pad_id = special.pad_id(tokenizer.vocab)
     word_ids = _word_ids_function(tokenizer)
     word_offsets = _word_offsets_function(tokenizer)
     documents = {}  # id(doc_tokens) -> (doc_tokens, _Document): paragraphs tokenized once
@@ -670,7 +674,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
             feature = InputFeatures(
                 unique_id, example_index, doc_span_index, document, best_span, query_ids,
                 query_tokens, doc_start, doc_length, max_seq_length, cls_sep, special,
-                start_position, end_position, example.is_impossible)
+                start_position, end_position, example.is_impossible,
+                pad_id)
             if example_index < NUM_LOGGED_EXAMPLES:
                 _log_feature(feature, example, is_training)
             output_fn(feature)

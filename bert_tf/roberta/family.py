@@ -12,4 +12,8 @@ FAMILY = families.Family(
     encoder=RobertaModel,
     tokenizer=RobertaTokenizer,
     graph_tokenizer=fast_tokenization.TokenizerModule,
+    tokenizer_file_flags=("merges_file",),
+    # Transformers' is_split_into_words: each word "Ġword", as after a space in running text.
+    word_tokenizer_kwargs={"add_prefix_space": True},
+    cased=True,
 )

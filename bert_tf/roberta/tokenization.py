@@ -109,7 +109,8 @@ MERGES_HEADER = "#version: 0.2"
 # piece that starts a word.
 SPECIAL_TOKENS = SpecialTokens(
     cls="<s>", sep="</s>", mask="<mask>", pad="<pad>", unk="<unk>",
-    word_start_prefix=WORD_START, pair_separators=2, pair_segments=False)
+    word_start_prefix=WORD_START, pair_separators=2, pair_segments=False,
+    pads_with_token=True)
 
 
 def bytes_to_unicode():

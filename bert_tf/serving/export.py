@@ -163,7 +163,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
                  labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=None,
                  n_best_size=20, max_answer_length=30, tokenizer=None,
                  version_2_with_negative=False, null_score_diff_threshold=0.0,
-                 dynamic_padding=True):
+                 dynamic_padding=True, tokenizer_files=None):
     """The export module of `task` with the checkpoint's weights.
 
     Args:
@@ -178,16 +178,24 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       max_query_length, n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold: SQuAD, run_squad.py's flags.
       tokenizer: an existing graph tokenizer for the vocab (the family's `graph_tokenizer`;
-        building one takes seconds).
+        building one takes seconds); for squad and tagging, built with the family's
+        `word_tokenizer_kwargs` (RoBERTa's prefix space per word), as done when None.
       dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
+      tokenizer_files: the tokenizer file flags beside vocab_file ({"merges_file": ...};
+        `families.make_tokenizer`).
     Returns:
       (module, info dict for bert_tf_export.json).
     """
     if task not in TASKS:
         raise ExportError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
-    if not 3 <= max_seq_length <= config.max_position_embeddings:
-        raise ExportError(f"--max_seq_length={max_seq_length}: expected 3 to "
-                          f"max_position_embeddings={config.max_position_embeddings}")
+    usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
+    if not 3 <= max_seq_length <= usable:
+        raise ExportError(
+            f"--max_seq_length={max_seq_length}: expected 3 to "
+            + (f"max_position_embeddings={usable}" if usable == config.max_position_embeddings
+               else f"{usable} (max_position_embeddings {config.max_position_embeddings} - "
+                    f"pad_token_id {config.pad_token_id} - 1 of the {config.model_type} "
+                    "config)"))
     if doc_stride is None:
         doc_stride = DEFAULT_DOC_STRIDE.get(task, 128)
     if task in ("squad", "tagging") and doc_stride <= 0:
@@ -206,9 +214,15 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         raise ExportError(f"--task={task} needs label names (--labels)")
     if not tf.io.gfile.exists(vocab_file):
         raise ExportError(f"--vocab_file={vocab_file}: no such file")
+    family = families.of(config)
     try:
         # The family's host tokenizer reads --vocab_file (ALBERT's: a SentencePiece .model).
-        vocab = families.of(config).tokenizer(vocab_file, do_lower_case=do_lower_case).vocab
+        vocab = families.make_tokenizer(family, vocab_file, do_lower_case, tokenizer_files).vocab
+        if tokenizer is None and task in ("squad", "tagging") and family.word_tokenizer_kwargs:
+            # Text split into words, each tokenized alone, as run_squad.py / run_tagging.py
+            # tokenize it (RoBERTa: a prefix space per word; the question too).
+            tokenizer = family.graph_tokenizer(vocab, do_lower_case=do_lower_case,
+                                               **family.word_tokenizer_kwargs)
         inputs = ServingInputs(vocab, do_lower_case, max_seq_length, doc_stride,
                                tokenizer=tokenizer, dynamic_padding=dynamic_padding,
                                family=families.of(config).name)

@@ -154,6 +154,9 @@ class ServingInputs(tf.Module):
         self.special_tokens = special
         self.cls_id = int(vocab[special.cls])
         self.sep_id = int(vocab[special.sep])
+        # What padded positions of input_ids hold: 0 (BERT's), RoBERTa's <pad> (1), as the
+        # records of the fine-tuning commands (`SpecialTokens.pad_id`).
+        self.pad_id = special.pad_id(vocab)
         self._removed = _character_class(_removed)
         self._separators = _character_class(_separator) + "+"
 
@@ -195,7 +198,7 @@ class ServingInputs(tf.Module):
                              axis=1)
         length = self.padded_length(ids)
         return {
-            "input_ids": tf.cast(self.padded(ids, 0, length), tf.int32),
+            "input_ids": tf.cast(self.padded(ids, self.pad_id, length), tf.int32),
             "input_mask": self.padded(tf.ones_like(ids, tf.int32), 0, length),
             "segment_ids": self.padded(segments, 0, length),
         }
@@ -241,7 +244,7 @@ class ServingInputs(tf.Module):
         position = tf.range(padded, dtype=tf.int64)[None, :]
         # Position p of a window holds its piece start + p - 1 ([CLS] comes first).
         chosen = max_context(example, start, length, start[:, None] + position - 1)
-        input_ids = tf.cast(self.padded(ids, 0, padded), tf.int32)
+        input_ids = tf.cast(self.padded(ids, self.pad_id, padded), tf.int32)
         return {
             "input_ids": input_ids,
             "input_mask": self.padded(tf.ones_like(ids, tf.int32), 0, padded),

@@ -191,7 +191,7 @@ class SquadExport(tf.Module):
         positions = tf.range(padded, dtype=tf.int64)[None, :]
         in_doc = (positions >= offset[:, None]) & (positions < (offset + length)[:, None])
         features = {
-            "input_ids": tf.cast(self.inputs.padded(ids, 0, padded), tf.int32),
+            "input_ids": tf.cast(self.inputs.padded(ids, self.inputs.pad_id, padded), tf.int32),
             "input_mask": self.inputs.padded(tf.ones_like(ids, tf.int32), 0, padded),
             "segment_ids": tf.cast(in_doc | (positions == (offset + length)[:, None]), tf.int32)
                            * int(special.pair_segments),

@@ -22,7 +22,7 @@ from bert_tf.data.records import records_are_current, records_meta
 from bert_tf.evaluation import classifier_metrics
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
-from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.tasks.finetuning import FineTuningOptions, tokenizer_files_meta
 from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.training import metrics
 from bert_tf.training.task import Task
@@ -163,7 +163,8 @@ def _records(output_file, examples, label_list, options, tokenizer, input_file):
     """Writes the records of `examples` to `output_file` unless it already holds exactly
     them (the same input file, flags and vocab, per its sidecar); returns the file."""
     meta = records_meta(options.task_name.lower(), [input_file], options.max_seq_length,
-                        options.vocab_file, options.do_lower_case, label_list)
+                        options.vocab_file, options.do_lower_case, label_list,
+                        **tokenizer_files_meta(options))
     if records_are_current(output_file, meta):
         logging.info("Reusing %s (made from the same files and flags)", output_file)
         return output_file
@@ -264,7 +265,8 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     processor = get_processor(options.task_name, labels=_init_checkpoint_labels(options))
     if do_predict and not processor.test_splits:
         processor.get_test_examples(options.data_dir)  # raises, saying why
-    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = families.make_tokenizer(config, options.vocab_file, options.do_lower_case,
+                                        options.tokenizer_files)
     label_list = processor.get_labels(options.data_dir)
     data_dir, output_dir = options.data_dir, options.output_dir
 

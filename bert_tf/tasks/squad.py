@@ -22,7 +22,7 @@ from bert_tf.data import squad as squad_data
 from bert_tf.evaluation import squad_eval, squad_predictions
 from bert_tf.layers.heads import SpanHead
 from bert_tf.models import BertTaskModel
-from bert_tf.tasks.finetuning import FineTuningOptions
+from bert_tf.tasks.finetuning import FineTuningOptions, max_seq_length_problem
 from bert_tf.text import validate_case_matches_checkpoint
 from bert_tf.training.task import Task
 from bert_tf.training.trainer import Trainer, TrainingError
@@ -138,10 +138,8 @@ def validate_flags(config, options, do_train, do_predict):
         raise SquadError("If `do_train` is True, then `train_file` must be specified.")
     if do_predict and not options.predict_file:
         raise SquadError("If `do_predict` is True, then `predict_file` must be specified.")
-    if options.max_seq_length > config.max_position_embeddings:
-        raise SquadError(
-            f"Cannot use sequence length {options.max_seq_length} because the BERT model was "
-            f"only trained up to sequence length {config.max_position_embeddings}")
+    if options.max_seq_length > config.max_sequence_length:
+        raise SquadError(max_seq_length_problem(options.max_seq_length, config))
     # [CLS] query [SEP] window [SEP]: 3 special tokens for BERT (the family's layout).
     special = families.of(config).tokenizer.special_tokens
     reserved = options.max_seq_length - special.pair_budget(options.max_seq_length)
@@ -184,7 +182,9 @@ def run(config, options, strategy=None, do_train=False, do_predict=False, step_c
     validate_flags(config, options, do_train, do_predict)
     output_dir = options.output_dir
     tf.io.gfile.makedirs(output_dir)
-    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
+    # The context comes as words, each tokenized alone (the question with the same tokenizer).
+    tokenizer = families.make_tokenizer(config, options.vocab_file, options.do_lower_case,
+                                        options.tokenizer_files, words=True)
     task = SquadTask(options.max_seq_length, options.version_2_with_negative,
                      options.predict_dynamic_padding)
     convert = functools.partial(

@@ -275,7 +275,8 @@ def run(config, options, strategy=None, do_train=False, do_eval=False, do_predic
     options.validate(config)
     output_dir = options.output_dir
     tf.io.gfile.makedirs(output_dir)
-    tokenizer = families.of(config).tokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = families.make_tokenizer(config, options.vocab_file, options.do_lower_case,
+                                        options.tokenizer_files, words=True)
 
     def windows_of(sentences, labels, split):
         return conll.convert_sentences(sentences, labels, tokenizer, options.max_seq_length,

@@ -26,7 +26,9 @@ class Task:
         (gathered over replicas); the other keys are scalars summed over replicas.
       unused_variable_prefixes: checkpoint names (prefixes) of encoder variables the task's
         loss does not use, e.g. the pooler under a SQuAD head. As in the original, they get
-        neither updates nor optimizer slots.
+        neither updates nor optimizer slots. Written under the original's scope `bert/`, they
+        name the same variables under the encoder's own scope (RoBERTa's `roberta/`):
+        `unused_prefixes`.
       row_norm_variables: variables whose gradient the original clips as IndexedSlices: its
         part of the global norm is the sum of its squared rows, one row per token occurrence
         (TF1's clip_by_global_norm of an IndexedSlices), not the norm of the summed gradient.
@@ -69,6 +71,11 @@ class Task:
     eval_by_length = False
     # The records' sequence length (set by the tasks' constructors).
     max_seq_length = None
+
+    def unused_prefixes(self, encoder_scope):
+        """`unused_variable_prefixes` with `bert/` read as `<encoder_scope>/`."""
+        return tuple(encoder_scope + p[len("bert"):] if p.startswith("bert/") else p
+                     for p in self.unused_variable_prefixes)
 
     def build_model(self, config):
         """The keras.Model (encoder `model.bert` + head) of this task; variables created."""

@@ -212,9 +212,11 @@ class Trainer:
             table = checkpoints.original_variable_map(self.model)
             # As the original optimizer skips variables without a gradient (e.g. the pooler
             # under a SQuAD head), they get no update and no optimizer slots.
+            unused = task.unused_prefixes(
+                getattr(getattr(self.model, "bert", None), "scope", "bert"))
             self.variable_names = [
                 name for name, var in table.items()
-                if var.trainable and not name.startswith(task.unused_variable_prefixes)
+                if var.trainable and not name.startswith(unused)
             ]
             self.train_variables = [table[name] for name in self.variable_names]
             self.row_norm_variables = task.row_norm_variables
