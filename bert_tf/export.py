@@ -48,7 +48,8 @@ from absl import app, flags
 
 from bert_tf import families
 from bert_tf.checkpoints import resolve_checkpoint_path
-from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
+from bert_tf.serving.export import (PRECISIONS, TASKS, ExportError, build_export, read_labels,
+                                    save_export)
 
 
 def _define_flags():
@@ -61,6 +62,12 @@ def _define_flags():
     flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example ([CLS]/[SEP] included).")
     flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
                       "up to 16 positions; false: always at max_seq_length (static shapes).")
+    flags.DEFINE_enum("precision", "float32", list(PRECISIONS),
+                      "Weights and matmuls of the encoder: float32 (the original's numbers) or "
+                      "bfloat16 (Dense kernels/biases stored and multiplied in bfloat16; "
+                      "embeddings, LayerNorm, softmax and the outputs float32; about half the "
+                      "variables' bytes, outputs within bfloat16 rounding of float32's: "
+                      "docs/serving.md). int8 and auto are not built yet.")
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")
@@ -99,7 +106,7 @@ def main(argv):
             FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length,
             version_2_with_negative=FLAGS.version_2_with_negative,
             null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-            dynamic_padding=FLAGS.dynamic_padding)
+            dynamic_padding=FLAGS.dynamic_padding, precision=FLAGS.precision)
         save_export(module, info, FLAGS.output_dir)
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None
