@@ -18,7 +18,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import BERT_BASE, REPO, print_machine_header, print_table, timings_interleaved  # noqa: E402,E501
+from common import (  # noqa: E402
+    BERT_BASE, REPO, print_machine_header, print_table, timings_interleaved,
+)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

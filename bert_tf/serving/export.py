@@ -244,7 +244,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     # assigns the checkpoint's float32 values, which TensorFlow rounds to nearest even.
     with keras_policy(PRECISIONS[precision]):
         if task == "features":
-            model = families.build_encoder(config, name="bert")  # any checkpoint's encoder, whatever its head
+            # Any checkpoint's encoder, whatever its head.
+            model = families.build_encoder(config, name="bert")
         else:
             head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
                     "tagging": lambda: TokenClassifierHead(len(labels), hidden),
