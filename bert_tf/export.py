@@ -3,8 +3,9 @@
     python -m bert_tf.export --task=classifier|squad|tagging|features \\
         --checkpoint=DIR_OR_PREFIX --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
         --do_lower_case=true --output_dir=EXPORT_DIR [--max_seq_length=128] [--labels=a,b,c]
-        [--dynamic_padding=true] [SQuAD: --doc_stride --max_query_length --max_answer_length
-         --n_best_size --version_2_with_negative --null_score_diff_threshold]
+        [--dynamic_padding=true] [--precision=float32|bfloat16]
+        [SQuAD: --doc_stride --max_query_length --max_answer_length --n_best_size
+         --version_2_with_negative --null_score_diff_threshold]
 
 Tokenization runs in the graph (`bert_tf.serving.inputs.ServingInputs`, ids equal to
 FullTokenizer's) in core TensorFlow ops only, so the SavedModel loads and answers in a process
@@ -43,8 +44,13 @@ A batch runs at its longest sequence (window) rounded up to a multiple of 16 pos
 max_seq_length (`--dynamic_padding=false` keeps max_seq_length and static shapes, e.g. for
 XLA or TPU serving); answers do not depend on the other requests of a batch.
 
-The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length", ...})
-for `bert_tf.predict`.
+`--precision=bfloat16` stores the encoder's Dense kernels and biases in bfloat16 (the
+checkpoint's float32 rounded to nearest even) and runs those matmuls in bfloat16; embeddings,
+LayerNorm, softmax and the heads stay float32, and so do the outputs and the signatures
+(docs/serving.md, "Precision"). `int8` and `auto` are not built yet.
+
+The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length",
+"precision", ...}) for `bert_tf.predict`.
 """
 
 import tensorflow as tf
@@ -53,7 +59,8 @@ from absl import app, flags
 from bert_tf import families
 from bert_tf import flags as shared_flags
 from bert_tf.checkpoints import resolve_checkpoint_path
-from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
+from bert_tf.serving.export import (PRECISIONS, TASKS, ExportError, build_export, read_labels,
+                                    save_export)
 
 
 def _define_flags():
@@ -68,6 +75,12 @@ def _define_flags():
     flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example ([CLS]/[SEP] included).")
     flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
                       "up to 16 positions; false: always at max_seq_length (static shapes).")
+    flags.DEFINE_enum("precision", "float32", list(PRECISIONS),
+                      "Weights and matmuls of the encoder: float32 (the original's numbers) or "
+                      "bfloat16 (the encoder's Dense kernels/biases stored and multiplied in "
+                      "bfloat16; embeddings, LayerNorm, softmax and the outputs float32; "
+                      "BERT-Base's variables 438 -> 267 MB; outputs within bfloat16 rounding of "
+                      "float32's: docs/serving.md). int8 and auto are not built yet.")
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")
@@ -107,7 +120,8 @@ def main(argv):
             FLAGS.doc_stride, FLAGS.n_best_size, FLAGS.max_answer_length,
             version_2_with_negative=FLAGS.version_2_with_negative,
             null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-            dynamic_padding=FLAGS.dynamic_padding, tokenizer_files=tokenizer_files)
+            dynamic_padding=FLAGS.dynamic_padding, tokenizer_files=tokenizer_files,
+            precision=FLAGS.precision)
         save_export(module, info, FLAGS.output_dir)
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None

@@ -22,9 +22,18 @@ from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
+from bert_tf.training.precision import keras_policy
 from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
+# --precision -> the Keras dtype policy the model is built under. "bfloat16" (not
+# "mixed_bfloat16", which keeps float32 variables and casts them at every call): the Dense
+# layers of the encoder (attention query/key/value/output, intermediate, output, pooler) get
+# bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
+# kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
+# fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
+# float32. int8 and auto are not built yet.
+PRECISIONS = {"float32": None, "bfloat16": "bfloat16"}
 EXPORT_INFO_FILE = "bert_tf_export.json"
 # The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
 DEFAULT_DOC_STRIDE = {"squad": 128, "tagging": 64}
@@ -163,7 +172,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
                  labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=None,
                  n_best_size=20, max_answer_length=30, tokenizer=None,
                  version_2_with_negative=False, null_score_diff_threshold=0.0,
-                 dynamic_padding=True, tokenizer_files=None):
+                 dynamic_padding=True, tokenizer_files=None, precision="float32"):
     """The export module of `task` with the checkpoint's weights.
 
     Args:
@@ -183,11 +192,17 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
       tokenizer_files: the tokenizer file flags beside vocab_file ({"merges_file": ...};
         `families.make_tokenizer`).
+      precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights in
+        bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
+        matmuls in bfloat16.
     Returns:
       (module, info dict for bert_tf_export.json).
     """
     if task not in TASKS:
         raise ExportError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
+    if precision not in PRECISIONS:
+        raise ExportError(f"--precision={precision!r}: expected one of "
+                          f"{', '.join(PRECISIONS)} (int8 and auto are not built yet)")
     usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
     if not 3 <= max_seq_length <= usable:
         raise ExportError(
@@ -239,16 +254,20 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
             "normalize), so a SQuAD export is not available for it; predict with "
             "run_squad.py (--do_predict), or export another task")
     hidden = config.hidden_size
-    if task == "features":
-        model = families.build_encoder(config, name="bert")  # any checkpoint's encoder, whatever its head
-    else:
-        head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
-                "tagging": lambda: TokenClassifierHead(len(labels), hidden),
-                "squad": lambda: SpanHead(hidden)}[task]()
-        model = BertTaskModel(config, head)
+    # The variables take the policy's dtype when created; load_original_checkpoint then
+    # assigns the checkpoint's float32 values, which TensorFlow rounds to nearest even.
+    with keras_policy(PRECISIONS[precision]):
+        if task == "features":
+            # Any checkpoint's encoder, whatever its head.
+            model = families.build_encoder(config, name="bert")
+        else:
+            head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
+                    "tagging": lambda: TokenClassifierHead(len(labels), hidden),
+                    "squad": lambda: SpanHead(hidden)}[task]()
+            model = BertTaskModel(config, head)
     load_original_checkpoint(model, checkpoint)
     info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
-            "dynamic_padding": bool(dynamic_padding),
+            "dynamic_padding": bool(dynamic_padding), "precision": precision,
             # False: load the SavedModel after `import tensorflow_text` (ALBERT).
             "core_ops": bool(getattr(inputs.tokenizer, "core_ops", True))}
     if task == "classifier":

@@ -161,7 +161,15 @@ def dtype_policy(mixed_precision):
     """Sets the Keras global dtype policy for `mixed_precision` ('none', 'bf16', 'fp16') while
     the model is built, and restores the previous policy after (so it does not leak into
     other models of the process)."""
-    policy = POLICIES[check_mixed_precision(mixed_precision)]
+    with keras_policy(POLICIES[check_mixed_precision(mixed_precision)]):
+        yield
+
+
+@contextlib.contextmanager
+def keras_policy(policy):
+    """Sets the Keras global dtype policy to `policy` (a Keras policy name such as
+    "mixed_bfloat16" or "bfloat16"; None leaves it) while a model is built, and restores the
+    previous policy after."""
     previous = keras.config.dtype_policy()
     if policy is not None:
         keras.config.set_dtype_policy(policy)

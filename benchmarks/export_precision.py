@@ -1,0 +1,114 @@
+"""A BERT-Base-shaped classifier export in float32 and in bfloat16 (`--precision`): the bytes of
+its variables and the latency of a 12-piece request at batch 1.
+
+  python3 benchmarks/export_precision.py [--rounds 200]
+
+Random weights (a classifier head of 2 labels) saved as a checkpoint, the real 30,522-entry
+uncased vocab from ../shared/data; both exports are built from the same checkpoint, loaded in
+this process, and called in turns (`common.timings_interleaved`: one call of each per round, so
+that the load of the shared cores falls on both alike) with the same string, whose pieces with
+[CLS] and [SEP] are 12 (the export runs it at 16 positions). Also timed in the same turns, as
+`request_floor.py` does: the encoder's 72 dense matmuls alone at 16 rows, with kernels of each
+dtype (the floor of the request in TensorFlow's matmul kernels). Also printed: the largest
+|difference| of the two exports' probabilities on that request.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import (  # noqa: E402
+    BERT_BASE, REPO, print_machine_header, print_table, timings_interleaved,
+)
+from request_floor import dense_kernels  # noqa: E402
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf.bert.config import BertConfig  # noqa: E402
+from bert_tf.bert.tokenization import FullTokenizer  # noqa: E402
+from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
+from bert_tf.layers.heads import ClassifierHead  # noqa: E402
+from bert_tf.models import BertTaskModel  # noqa: E402
+from bert_tf.serving import export  # noqa: E402
+from bert_tf.training.precision import keras_policy  # noqa: E402
+
+VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
+REQUEST = "the quick brown fox jumps over the lazy dog today"  # 10 pieces + 2
+
+
+def _variables_bytes(path):
+    folder = os.path.join(path, "variables")
+    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+
+
+def _matmuls(kernels):
+    """The 72 dense matmuls of a forward pass at batch 1, with its dependencies (request_floor's
+    graph): [n, H] -> [n, H]."""
+    @tf.function
+    def matmuls(h):
+        for layer in range(0, len(kernels), 6):
+            query, key, value, attention_output, intermediate, output = kernels[layer:layer + 6]
+            context = tf.add_n([tf.matmul(h, query), tf.matmul(h, key), tf.matmul(h, value)])
+            h = tf.matmul(tf.matmul(tf.matmul(context, attention_output), intermediate), output)
+        return h
+    return matmuls
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200, help="timed calls of each export")
+    args = parser.parse_args()
+    if not os.path.exists(VOCAB_FILE):
+        raise SystemExit(f"{VOCAB_FILE} is absent (../shared/data comes with the project)")
+    pieces = len(FullTokenizer(VOCAB_FILE, do_lower_case=True).tokenize(REQUEST)) + 2
+    assert pieces == 12, pieces
+    print_machine_header()
+
+    config = BertConfig.from_dict(BERT_BASE)
+    tf.keras.utils.set_random_seed(0)
+    model = BertTaskModel(config, ClassifierHead(2, config.hidden_size))
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = save_original_checkpoint(model, os.path.join(tmp, "ckpt", "model.ckpt"))
+        del model
+        serves, sizes = {}, {}
+        for precision in export.PRECISIONS:
+            module, info = export.build_export("classifier", config, prefix, VOCAB_FILE, True,
+                                               128, ["neg", "pos"], precision=precision)
+            path = export.save_export(module, info, os.path.join(tmp, precision))
+            del module
+            sizes[precision] = _variables_bytes(path)
+            serves[precision] = tf.saved_model.load(path).signatures["serving_default"]
+        text_a, text_b = tf.constant([REQUEST]), tf.constant([""])
+        outputs = {p: s(text_a=text_a, text_b=text_b)["probabilities"].numpy()
+                   for p, s in serves.items()}
+        calls = {p: (lambda s=s: s(text_a=text_a, text_b=text_b)["probabilities"].numpy())
+                 for p, s in serves.items()}
+        for precision, policy in export.PRECISIONS.items():
+            with keras_policy(policy):
+                encoder = BertTaskModel(config, ClassifierHead(2, config.hidden_size)).bert
+            kernels = [k.value for k in dense_kernels(encoder)]
+            h = tf.random.normal([16, config.hidden_size], stddev=0.1, dtype=kernels[0].dtype)
+            calls[f"matmuls {precision}"] = lambda f=_matmuls(kernels), h=h: f(h).numpy()
+        timings = timings_interleaved(calls, args.rounds, warmup_steps=5)
+    print(f"BERT-Base-shaped classifier, a {pieces}-piece request at batch 1, "
+          f"{args.rounds} calls of each in turns; largest |bfloat16 - float32| probability "
+          f"{np.abs(outputs['bfloat16'] - outputs['float32']).max():.2g}")
+    print()
+    rows = []
+    for precision in export.PRECISIONS:
+        t, floor = timings[precision], timings[f"matmuls {precision}"]
+        rows.append([precision, f"{sizes[precision] / 1e6:.1f}",
+                     f"{t['median'] * 1e3:.1f}", f"{t['fastest'] * 1e3:.1f}",
+                     f"{t['cpu_median'] * 1e3:.1f}",
+                     f"{timings['float32']['median'] / t['median']:.2f}",
+                     f"{floor['median'] * 1e3:.1f} / {floor['fastest'] * 1e3:.1f}"])
+    print_table(["precision", "variables MB", "median ms", "fastest ms", "CPU ms (median)",
+                 "speed vs float32", "72 matmuls alone ms (median / fastest)"], rows)
+
+
+if __name__ == "__main__":
+    main()
