@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     BERT_BASE, REPO, print_machine_header, print_table, timings_interleaved,
 )
-from request_floor import dense_kernels  # noqa: E402
+from request_floor import dense_kernels, dense_matmuls  # noqa: E402
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -43,19 +43,6 @@ REQUEST = "the quick brown fox jumps over the lazy dog today"  # 10 pieces + 2
 def _variables_bytes(path):
     folder = os.path.join(path, "variables")
     return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
-
-
-def _matmuls(kernels):
-    """The 72 dense matmuls of a forward pass at batch 1, with its dependencies (request_floor's
-    graph): [n, H] -> [n, H]."""
-    @tf.function
-    def matmuls(h):
-        for layer in range(0, len(kernels), 6):
-            query, key, value, attention_output, intermediate, output = kernels[layer:layer + 6]
-            context = tf.add_n([tf.matmul(h, query), tf.matmul(h, key), tf.matmul(h, value)])
-            h = tf.matmul(tf.matmul(tf.matmul(context, attention_output), intermediate), output)
-        return h
-    return matmuls
 
 
 def main():
@@ -92,7 +79,7 @@ def main():
                 encoder = BertTaskModel(config, ClassifierHead(2, config.hidden_size)).bert
             kernels = [k.value for k in dense_kernels(encoder)]
             h = tf.random.normal([16, config.hidden_size], stddev=0.1, dtype=kernels[0].dtype)
-            calls[f"matmuls {precision}"] = lambda f=_matmuls(kernels), h=h: f(h).numpy()
+            calls[f"matmuls {precision}"] = lambda f=dense_matmuls(kernels), h=h: f(h).numpy()
         timings = timings_interleaved(calls, args.rounds, warmup_steps=5)
     print(f"BERT-Base-shaped classifier, a {pieces}-piece request at batch 1, "
           f"{args.rounds} calls of each in turns; largest |bfloat16 - float32| probability "

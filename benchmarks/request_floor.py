@@ -38,6 +38,20 @@ def dense_kernels(model):
     return kernels
 
 
+def dense_matmuls(kernels):
+    """A tf.function of the 72 dense matmuls of a forward pass (`dense_kernels`, any dtype),
+    [n, H] -> [n, H], with the forward pass's dependencies: a layer's query, key and value
+    products are independent (free to run side by side), the next three products a chain."""
+    @tf.function
+    def matmuls(h):
+        for layer in range(0, len(kernels), 6):
+            query, key, value, attention_output, intermediate, output = kernels[layer:layer + 6]
+            context = tf.add_n([tf.matmul(h, query), tf.matmul(h, key), tf.matmul(h, value)])
+            h = tf.matmul(tf.matmul(tf.matmul(context, attention_output), intermediate), output)
+        return h
+    return matmuls
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pieces", default="1,12,16,128",
@@ -52,16 +66,7 @@ def main():
     assert len(kernels) == 6 * BERT_BASE["num_hidden_layers"]
 
     forward = tf.function(lambda x: model(x, training=False)["sequence_output"])
-
-    @tf.function
-    def matmuls(h):
-        # The forward pass's dependencies: a layer's query, key and value products are
-        # independent (free to run side by side), the next three products a chain.
-        for layer in range(0, len(kernels), 6):
-            query, key, value, attention_output, intermediate, output = kernels[layer:layer + 6]
-            context = tf.add_n([tf.matmul(h, query), tf.matmul(h, key), tf.matmul(h, value)])
-            h = tf.matmul(tf.matmul(tf.matmul(context, attention_output), intermediate), output)
-        return h
+    matmuls = dense_matmuls(kernels)
 
     rows = []
     rng = np.random.RandomState(0)

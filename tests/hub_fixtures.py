@@ -643,6 +643,25 @@ def assert_roberta_export(back_dir, tensors, config, bare):
     return hub_config
 
 
+def roberta_forward(tmp_path, arch, folder, feats, encoder):
+    """The outputs of our model of Hub folder `folder` of Transformers class `arch` on `feats`:
+    `encoder.from_pretrained` for the bare model (`RobertaModel`, `XLMRobertaModel`), the
+    pretraining model on the imported folder for `*ForMaskedLM`, else `BertTaskModel`."""
+    from bert_tf import checkpoints, families
+    from bert_tf.bert.pretraining import BertPretrainingModel
+    from bert_tf.hf.convert import import_snapshot
+    from bert_tf.models import BertTaskModel
+
+    if arch.endswith("Model"):
+        return encoder.from_pretrained(folder)(feats)
+    if arch.endswith("ForMaskedLM"):
+        import_snapshot(folder, tmp_path / "google")
+        model = BertPretrainingModel(families.read_config(tmp_path / "google/bert_config.json"))
+        checkpoints.load_original_checkpoint(model, tmp_path / "google")
+        return model(feats)
+    return BertTaskModel.from_pretrained(folder)(feats)
+
+
 def roberta_positions(input_ids, pad_token_id):
     """Transformers' create_position_ids_from_input_ids: cumsum(ids != pad) * (ids != pad) +
     pad."""

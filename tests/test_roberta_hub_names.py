@@ -94,14 +94,7 @@ def build(tmp_path, case):
 
 
 def forward(tmp_path, arch, folder, feats):
-    if arch == "RobertaModel":
-        return RobertaModel.from_pretrained(folder)(feats)
-    if arch == "RobertaForMaskedLM":
-        import_snapshot(folder, tmp_path / "google")
-        model = BertPretrainingModel(families.read_config(tmp_path / "google/bert_config.json"))
-        checkpoints.load_original_checkpoint(model, tmp_path / "google")
-        return model(feats)
-    return BertTaskModel.from_pretrained(folder)(feats)
+    return hub.roberta_forward(tmp_path, arch, folder, feats, RobertaModel)
 
 
 def compare(out, ref, feats):

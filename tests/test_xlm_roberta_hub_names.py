@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import hub_fixtures as hub
-from bert_tf import BertTaskModel, checkpoints, families
-from bert_tf.bert.pretraining import BertPretrainingModel
+from bert_tf import checkpoints, families
 from bert_tf.hf import HubError, names
 from bert_tf.hf.convert import export_checkpoint, import_snapshot
 from bert_tf.roberta import hub_names as roberta_hub_names
@@ -79,14 +78,7 @@ def features(pad_token_id, type_vocab_size, length=12):
 
 
 def forward(tmp_path, arch, folder, feats):
-    if arch == "XLMRobertaModel":
-        return XLMRobertaModel.from_pretrained(folder)(feats)
-    if arch == "XLMRobertaForMaskedLM":
-        import_snapshot(folder, tmp_path / "google")
-        model = BertPretrainingModel(families.read_config(tmp_path / "google/bert_config.json"))
-        checkpoints.load_original_checkpoint(model, tmp_path / "google")
-        return model(feats)
-    return BertTaskModel.from_pretrained(folder)(feats)
+    return hub.roberta_forward(tmp_path, arch, folder, feats, XLMRobertaModel)
 
 
 @pytest.mark.parametrize("case", list(CASES))
