@@ -1,12 +1,15 @@
 """Every fine-tuning script, extract_features, export and predict on a tiny RoBERTa folder
 (bert_config.json of model_type roberta, a TF1-layout checkpoint, vocab.json and merges.txt, as
-`python -m bert_tf.hf import` writes it): the records' layout `<s> A </s></s> B </s>` (segment 0,
-padded with <pad>), SQuAD answers as the context's exact characters, tagging on each word's
-first piece, dynamic padding on and off, host predictions = a direct model call = the export's
-answers, and the flags (--merges_file, --do_lower_case, --max_seq_length over the usable
+`python -m bert_tf.hf import` writes it) and, for the end-to-end tests, a tiny XLM-RoBERTa one
+(model_type xlm-roberta, sentencepiece.bpe.model): the records' layout `<s> A </s></s> B </s>`
+(segment 0, padded with <pad>), SQuAD answers as the context's exact characters, tagging on
+each word's first piece, dynamic padding on and off, host predictions = a direct model call =
+the export's answers (XLM-R's SQuAD export refused in one line: its graph tokenizer has no
+offsets), and the flags (--merges_file, --do_lower_case, --max_seq_length over the usable
 length)."""
 
 import csv
+import functools
 import json
 import os
 import shutil
@@ -34,11 +37,14 @@ from bert_tf.tasks.finetuning import FineTuningOptions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tests", "data", "roberta_tokenizer")
+XLMR_MODEL = os.path.join(REPO, "tests", "data", "xlm_roberta", "sentencepiece.bpe.model")
 # Usable length: max_position_embeddings 34 - pad_token_id 1 - 1 = 32.
 CONFIG = dict(vocab_size=1036, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
               intermediate_size=37, hidden_act="gelu_exact", hidden_dropout_prob=0.1,
               attention_probs_dropout_prob=0.1, max_position_embeddings=34, type_vocab_size=1,
               initializer_range=0.2, model_type="roberta", pad_token_id=1)
+# XLM-R's: the test SentencePiece model's 600 pieces + fairseq's <pad> and <mask> = 602 ids.
+XLMR_CONFIG = dict(CONFIG, vocab_size=602, model_type="xlm-roberta")
 TRAINER = dict(train_batch_size=4, learning_rate=1e-3, num_train_epochs=1.0,
                save_checkpoints_steps=100, iterations_per_loop=10, predict_batch_size=3)
 # Accents, a combining mark, emoji, punctuation without spaces, a capital after a tab.
@@ -63,18 +69,44 @@ def folder(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module", params=["roberta", "xlm-roberta"])
+def any_folder(request, folder, tmp_path_factory):
+    """The RoBERTa folder, or an XLM-R one made alike (sentencepiece.bpe.model, no merges)."""
+    if request.param == "roberta":
+        return folder
+    path = tmp_path_factory.mktemp("xlm_roberta")
+    config = families.config_from_dict(XLMR_CONFIG)
+    config.to_json_file(str(path / "bert_config.json"))
+    shutil.copy(XLMR_MODEL, path / "sentencepiece.bpe.model")
+    tf.keras.utils.set_random_seed(1)
+    save_original_checkpoint(families.build_encoder(config), str(path / "bert_model.ckpt"))
+    return path
+
+
 def config_of(folder):
     return families.read_config(folder / "bert_config.json")
 
 
+def vocab_of(folder):
+    """The folder's --vocab_file: vocab.json (RoBERTa) or sentencepiece.bpe.model (XLM-R)."""
+    json_vocab = folder / "vocab.json"
+    return str(json_vocab if json_vocab.exists() else folder / "sentencepiece.bpe.model")
+
+
+def files_of(folder):
+    """The folder's tokenizer file flags: --merges_file for RoBERTa, none for XLM-R."""
+    merges = folder / "merges.txt"
+    return {"merges_file": str(merges)} if merges.exists() else {}
+
+
 def tokenizer_of(folder, words=False):
-    return families.make_tokenizer(config_of(folder), str(folder / "vocab.json"), False,
-                                   {"merges_file": str(folder / "merges.txt")}, words=words)
+    return families.make_tokenizer(config_of(folder), vocab_of(folder), False, files_of(folder),
+                                   words=words)
 
 
 def common(folder, output_dir, **overrides):
-    return dict(dict(vocab_file=str(folder / "vocab.json"), do_lower_case=False,
-                     tokenizer_files={"merges_file": str(folder / "merges.txt")},
+    return dict(dict(vocab_file=vocab_of(folder), do_lower_case=False,
+                     tokenizer_files=files_of(folder),
                      init_checkpoint=str(folder / "bert_model.ckpt"), output_dir=str(output_dir),
                      max_seq_length=24, **TRAINER), **overrides)
 
@@ -101,6 +133,12 @@ def test_do_lower_case_takes_the_family_default_and_refuses_true_for_roberta(fol
     with pytest.raises(shared_flags.FlagError, match=r"^--do_lower_case=true: a roberta model's "
                                                       r"tokenizer is cased"):
         shared_flags.tokenizer_settings(parsed(["--do_lower_case=true"]), roberta)
+    # XLM-R's SentencePiece vocabulary is cased too.
+    xlmr = families.config_from_dict(XLMR_CONFIG)
+    assert shared_flags.tokenizer_settings(parsed([]), xlmr)[0] is False
+    with pytest.raises(shared_flags.FlagError, match=r"^--do_lower_case=true: a xlm-roberta "
+                                                      r"model's tokenizer is cased"):
+        shared_flags.tokenizer_settings(parsed(["--do_lower_case=true"]), xlmr)
     # BERT keeps the original's default and meaning.
     assert shared_flags.tokenizer_settings(parsed([]), bert)[0] is True
     assert shared_flags.tokenizer_settings(parsed(["--do_lower_case=false"]), bert)[0] is False
@@ -168,19 +206,19 @@ def write_tsv(path, rows, header):
 
 
 @pytest.mark.slow  # trains, predicts and exports a tiny model (10-25 s)
-def test_classifier(folder, tmp_path):
+def test_classifier(any_folder, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     pairs = [(SENTENCES[i % 5], SENTENCES[(i + 2) % 5]) for i in range(8)]
     write_tsv(data / "train.tsv", [(a, b, "xy"[i % 2]) for i, (a, b) in enumerate(pairs)],
               ("text_a", "text_b", "label"))
     write_tsv(data / "test.tsv", pairs[:7], ("text_a", "text_b"))
-    config = config_of(folder)
+    config = config_of(any_folder)
     results = {}
     for dynamic in (True, False):
         out = tmp_path / f"out_{dynamic}"
         options = classification.ClassifierOptions(**common(
-            folder, out, data_dir=str(data), task_name="custom", dynamic_padding=dynamic))
+            any_folder, out, data_dir=str(data), task_name="custom", dynamic_padding=dynamic))
         ran = classification.run(config, options, do_train=True, do_predict=True)
         with open(ran["test_results"]) as f:
             results[dynamic] = np.array([[float(x) for x in row] for row in csv.reader(
@@ -191,7 +229,7 @@ def test_classifier(folder, tmp_path):
     np.testing.assert_allclose(results[True], results[False], atol=1e-6)
 
     # The records' layout, and the model called directly on those features.
-    tokenizer = tokenizer_of(folder)
+    tokenizer = tokenizer_of(any_folder)
     features = [convert_single_example(i, InputExample(str(i), a, b, "x"), ["x", "y"], 24,
                                        tokenizer) for i, (a, b) in enumerate(pairs[:7])]
     first = features[0]
@@ -209,7 +247,7 @@ def test_classifier(folder, tmp_path):
 
     # The export answers as the host prediction; predict reads it.
     module, info = export.build_export(
-        "classifier", config, checkpoint, str(folder / "vocab.json"), False, 24, ["x", "y"])
+        "classifier", config, checkpoint, vocab_of(any_folder), False, 24, ["x", "y"])
     served = module.serve(tf.constant([a for a, _ in pairs[:7]]),
                           tf.constant([b for _, b in pairs[:7]]))
     np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-6)
@@ -239,17 +277,17 @@ def squad_file(path, with_answers=True):
 
 
 @pytest.mark.slow  # trains, predicts and exports a tiny model (10-25 s)
-def test_squad(folder, tmp_path):
+def test_squad(any_folder, tmp_path):
     train = tmp_path / "train.json"
     questions = squad_file(train)
     predict_file = tmp_path / "dev.json"
     squad_file(predict_file, with_answers=False)
-    config = config_of(folder)
+    config = config_of(any_folder)
     predictions = {}
     for name, padding in (("dynamic", dict(dynamic_padding=True, predict_dynamic_padding=True)),
                           ("static", dict(dynamic_padding=False))):
         options = squad.SquadOptions(**common(
-            folder, tmp_path / name, train_file=str(train), predict_file=str(predict_file),
+            any_folder, tmp_path / name, train_file=str(train), predict_file=str(predict_file),
             max_query_length=6, doc_stride=8, max_answer_length=6, n_best_size=5, **padding))
         ran = squad.run(config, options, do_train=True, do_predict=True)
         with open(ran["predictions"], encoding="utf-8") as f:
@@ -261,7 +299,7 @@ def test_squad(folder, tmp_path):
             assert answers[f"q{i}"] and answers[f"q{i}"] in CONTEXTS[p], answers[f"q{i}"]
 
     # The training answers were found through the offsets: each feature's span holds it.
-    tokenizer = tokenizer_of(folder, words=True)
+    tokenizer = tokenizer_of(any_folder, words=True)
     examples = squad_data_examples(train)
     features = []
     from bert_tf.data.squad import convert_examples_to_features
@@ -279,15 +317,31 @@ def test_squad(folder, tmp_path):
             last = feature.doc_start + feature.end_position - feature.doc_offset
             example = examples[feature.example_index]
             found[example.qas_id] = doc.span_text(example.paragraph_text, first, last)
-    assert found == {e.qas_id: e.orig_answer_text for e in examples}
-    # Every word starts with a prefix-space piece (Transformers' is_split_into_words).
-    assert all(features[0].document.tokens[i].startswith("\u0120")
+    expected = {e.qas_id: e.orig_answer_text for e in examples}
+    if config.model_type == "xlm-roberta":
+        # The test SentencePiece model knows neither emoji: SentencePiece makes the run "🙂🚀"
+        # one <unk> piece, so the answer widens to that whole piece (the original's rule: an
+        # answer starts and ends on pieces).
+        expected["q2"] = "🙂🚀"
+    assert found == expected
+    # Every word starts with a word-start piece (Ġ, ▁), as after a space: Transformers'
+    # is_split_into_words.
+    prefix = tokenizer.special_tokens.word_start_prefix
+    assert all(features[0].document.tokens[i].startswith(prefix)
                for i in features[0].document.orig_to_tok_index)
 
     # The export (n-best over real positions, as --predict_dynamic_padding) answers alike.
-    module, _ = export.build_export(
-        "squad", config, checkpoint, str(folder / "vocab.json"), False, 24,
+    build = functools.partial(
+        export.build_export, "squad", config, checkpoint, vocab_of(any_folder), False, 24,
         max_query_length=6, doc_stride=8, n_best_size=5, max_answer_length=6)
+    if config.model_type == "xlm-roberta":
+        # Its graph tokenizer has no offsets to map pieces back to characters: refused.
+        with pytest.raises(export.ExportError, match=r"^--task=squad: the xlm-roberta graph "
+                                                     r"tokenizer cannot map predicted pieces "
+                                                     r"back to the context's characters"):
+            build()
+        return
+    module, _ = build()
     served = module.serve(tf.constant([q for q, _, _ in questions]),
                           tf.constant([CONTEXTS[p] for _, p, _ in questions]))
     assert [a.decode("utf-8") for a in served["answer"].numpy()] == [
@@ -302,7 +356,7 @@ def squad_data_examples(path):
 # --- tagging ----------------------------------------------------------------------------------
 
 @pytest.mark.slow  # trains, predicts and exports a tiny model (10-25 s)
-def test_tagging(folder, tmp_path):
+def test_tagging(any_folder, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     sentences = [s.split() for s in SENTENCES + CONTEXTS[:2]]
@@ -310,11 +364,11 @@ def test_tagging(folder, tmp_path):
                            for j, w in enumerate(words)) + "\n" for words in sentences)
     for split in ("train", "dev", "test"):
         (data / f"{split}.txt").write_text(text)
-    config = config_of(folder)
+    config = config_of(any_folder)
     predicted = {}
     for dynamic in (True, False):
         options = tagging.TaggingOptions(**common(
-            folder, tmp_path / f"out_{dynamic}", data_dir=str(data), doc_stride=8,
+            any_folder, tmp_path / f"out_{dynamic}", data_dir=str(data), doc_stride=8,
             dynamic_padding=dynamic))
         ran = tagging.run(config, options, do_train=True, do_predict=True)
         with open(ran["test_predictions"], encoding="utf-8") as f:
@@ -324,7 +378,7 @@ def test_tagging(folder, tmp_path):
     assert predicted[True] == predicted[False]
 
     # Each word is predicted at its first piece, which starts with the prefix space.
-    tokenizer = tokenizer_of(folder, words=True)
+    tokenizer = tokenizer_of(any_folder, words=True)
     for words in sentences:
         windows = conll.sentence_windows(words, [0] * len(words), tokenizer, 24, 8)
         firsts = {}
@@ -336,7 +390,8 @@ def test_tagging(folder, tmp_path):
             assert window.input_ids[0] == 0 and window.input_ids[n - 1] == 2
             assert window.input_ids[n:] == [1] * (24 - n)
         assert firsts == {w: tokenizer.tokenize(word)[0] for w, word in enumerate(words)}
-        assert all(piece.startswith("\u0120") for piece in firsts.values())
+        prefix = tokenizer.special_tokens.word_start_prefix  # Ġ, ▁
+        assert all(piece.startswith(prefix) for piece in firsts.values())
 
     # The model called directly on the records' windows: each word's tag at its chosen piece.
     model = BertTaskModel(config, TokenClassifierHead(len(labels), config.hidden_size))
@@ -357,7 +412,7 @@ def test_tagging(folder, tmp_path):
             for block in predicted[True].strip("\n").split("\n\n")]
     assert direct == host
 
-    module, _ = export.build_export("tagging", config, checkpoint, str(folder / "vocab.json"),
+    module, _ = export.build_export("tagging", config, checkpoint, vocab_of(any_folder),
                                     False, 24, labels, doc_stride=8)
     served = module.serve(tf.constant([" ".join(words) for words in sentences]))
     tags = [[t.decode() for t in row[:n]] for row, n in zip(served["tags"].numpy(),
@@ -375,15 +430,15 @@ def json_tolerance(values):
 
 
 @pytest.mark.slow  # extracts twice and exports a tiny model (10-25 s)
-def test_extract_features(folder, tmp_path):
+def test_extract_features(any_folder, tmp_path):
     lines = [SENTENCES[0], f"{SENTENCES[1]} ||| {SENTENCES[3]}", CONTEXTS[1], "x"]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
     outputs = {}
     for dynamic in (True, False):
         options = ExtractFeaturesOptions(
             input_file=str(tmp_path / "in.txt"), output_file=str(tmp_path / f"{dynamic}.jsonl"),
-            bert_config_file=str(folder / "bert_config.json"),
-            init_checkpoint=str(folder / "bert_model.ckpt"), vocab_file=str(folder / "vocab.json"),
+            bert_config_file=str(any_folder / "bert_config.json"),
+            init_checkpoint=str(any_folder / "bert_model.ckpt"), vocab_file=vocab_of(any_folder),
             layers="-1", max_seq_length=24, batch_size=3, dynamic_padding=dynamic)
         assert options.do_lower_case is None  # the family's default: false for RoBERTa
         run_extract_features(options)
@@ -394,15 +449,15 @@ def test_extract_features(folder, tmp_path):
     for a, b in zip(vectors[True], vectors[False]):
         np.testing.assert_allclose(a, b, atol=json_tolerance(b), rtol=0)
     tokens = [t["token"] for t in outputs[True][1]["features"]]
-    tokenizer = tokenizer_of(folder)
+    tokenizer = tokenizer_of(any_folder)
     a, b = (tokenizer.tokenize(s) for s in (SENTENCES[1], SENTENCES[3]))
     assert tokens == ["<s>", *a, "</s>", "</s>", *b, "</s>"]
 
-    config = config_of(folder)
-    model = RobertaModel(config)
-    load_original_checkpoint(model, str(folder / "bert_model.ckpt"))
-    module, _ = export.build_export("features", config, str(folder / "bert_model.ckpt"),
-                                    str(folder / "vocab.json"), False, 24, layers="-1")
+    config = config_of(any_folder)
+    model = families.build_encoder(config)
+    load_original_checkpoint(model, str(any_folder / "bert_model.ckpt"))
+    module, _ = export.build_export("features", config, str(any_folder / "bert_model.ckpt"),
+                                    vocab_of(any_folder), False, 24, layers="-1")
     pairs = [(line.split(" ||| ") + [""])[:2] for line in lines]
     served = module.serve(tf.constant([p[0] for p in pairs]), tf.constant([p[1] for p in pairs]))
     direct = model({k: served[k] for k in ("input_ids", "input_mask")} | {

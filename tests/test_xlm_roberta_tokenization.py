@@ -45,6 +45,19 @@ def test_the_family_is_registered(tokenizer):
     assert SPECIAL_TOKENS.pair_budget(12) == 8
 
 
+def test_words_alone_need_no_option(tokenizer):
+    """The family gives no `word_tokenizer_kwargs`: SentencePiece puts "▁" before each chunk, so
+    every golden text's whitespace words tokenized one by one (SQuAD's and tagging's words,
+    Transformers' is_split_into_words) have the ids of the words as running text."""
+    family = families.get("xlm-roberta")
+    assert family.word_tokenizer_kwargs == {} and family.cased
+    assert SPECIAL_TOKENS.pad_id(tokenizer.vocab) == 1  # <pad>, as Transformers pads
+    for case in EXPECTED["texts"]:
+        words = case["text"].split()
+        assert [i for w in words for i in tokenizer.tokenize_to_ids(w)] == (
+            tokenizer.tokenize_to_ids(" ".join(words))), case["name"]
+
+
 def test_fairseq_ids(tokenizer):
     """<s> 0, <pad> 1, </s> 2, <unk> 3, piece i -> i + 1, <mask> = pieces + 1."""
     sp = tokenizer.sp_model

@@ -12,4 +12,8 @@ FAMILY = families.Family(
     encoder=XLMRobertaModel,
     tokenizer=XLMRobertaTokenizer,
     graph_tokenizer=fast_tokenization.TokenizerModule,
+    # No word_tokenizer_kwargs: SentencePiece puts "▁" before every chunk it is given, so a
+    # word tokenized alone has the pieces it has after a space in running text (Transformers'
+    # is_split_into_words gives those ids too).
+    cased=True,
 )

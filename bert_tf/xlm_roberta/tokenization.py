@@ -56,7 +56,8 @@ _MODEL_SPECIALS = ("<unk>", "<s>", "</s>")
 
 SPECIAL_TOKENS = SpecialTokens(
     cls="<s>", sep="</s>", mask="<mask>", pad="<pad>", unk="<unk>",
-    word_start_prefix=SPIECE_UNDERLINE, pair_separators=2, pair_segments=False)
+    word_start_prefix=SPIECE_UNDERLINE, pair_separators=2, pair_segments=False,
+    pads_with_token=True)
 
 
 class XLMRobertaVocab(dict):
