@@ -105,32 +105,43 @@ def bytes_read(variables, config, positions):
     return total
 
 
-def matmul_floor(model, hidden, positions):
-    """A callable of the 72 dense matmuls of `model`'s encoder on [positions, H]
-    (request_floor's graph, the model's own kernels), or of the 72 Dense layers' own calls when
-    tf.matmul does not take the kernels' dtype; and a note of which."""
-    kernels = dense_kernels(model.bert)
-    dtype = tf.as_dtype(kernels[0].dtype)
-    h = tf.random.normal([positions, hidden], stddev=0.1, seed=0)
-    if dtype.is_floating:
-        h = tf.cast(h, dtype)
-        matmuls = dense_matmuls([k.value for k in kernels])
-        return (lambda: matmuls(h).numpy()), f"{len(kernels)} tf.matmul, {dtype.name}"
+def encoder_dense_layers(encoder):
+    """The 72 Dense layers of the encoder (whatever their class: an export may replace them),
+    in request_floor.dense_kernels' order: query, key, value, attention output, intermediate,
+    output of each layer."""
     layers = []
-    for block in model.bert.encoder.blocks:
+    for block in encoder.encoder.blocks:
         layers.extend([block.self_attention.query, block.self_attention.key,
                        block.self_attention.value, block.attention_output,
                        block.intermediate, block.output_dense])
+    return layers
+
+
+def matmul_floor(model, hidden, positions):
+    """A callable of the 72 dense matmuls of `model`'s encoder on [positions, H]
+    (request_floor's graph, the model's own kernels); when the layers have no floating `kernel`
+    (an int8 export's layers), the 72 layers' own calls with the same dependencies instead
+    (their quantization included, their bias too); and a note of which."""
+    layers = encoder_dense_layers(model.bert)
+    h = tf.random.normal([positions, hidden], stddev=0.1, seed=0)
+    kernels = [getattr(layer, "kernel", None) for layer in layers]
+    if all(k is not None and tf.as_dtype(k.dtype).is_floating for k in kernels):
+        dtype = tf.as_dtype(kernels[0].dtype)
+        h = tf.cast(h, dtype)
+        matmuls = dense_matmuls([k.value for k in dense_kernels(model.bert)])
+        return (lambda: matmuls(h).numpy()), f"{len(kernels)} tf.matmul, {dtype.name}"
 
     @tf.function
-    def dense_calls(h):
+    def layer_calls(h):
         for i in range(0, len(layers), 6):
             query, key, value, attention_output, intermediate, output = layers[i:i + 6]
             context = tf.add_n([query(h), key(h), value(h)])
             h = output(intermediate(attention_output(context)))
         return h
 
-    return (lambda: dense_calls(h).numpy()), f"{len(layers)} Dense calls, {dtype.name} kernels"
+    return (lambda: layer_calls(h).numpy()), (
+        f"{len(layers)} calls of its {type(layers[0]).__name__} layers (bias and "
+        "quantization included)")
 
 
 def main():
