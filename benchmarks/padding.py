@@ -191,7 +191,7 @@ def time_our_prediction(config, task, record_file, max_seq_length, batch_size, *
 _ORIGINAL_MODULES = {}
 
 
-def _original_graph(repo, task, config_dict, batch_size, max_seq_length, is_training):
+def original_graph(repo, task, config_dict, batch_size, max_seq_length, is_training):
     """(session, placeholders, fetch) of the original's graph for `task`: the training op and
     loss, or the forward outputs."""
     import tensorflow as tf
@@ -276,7 +276,7 @@ def time_original(repo, task, config_dict, batches, max_seq_length, is_training)
     """Seconds of the original's graph over `batches` (each padded to max_seq_length), the
     graph built before: training after one untimed step (as ours, whose first pass traces),
     prediction from its first batch on (as ours, timed with its tracing)."""
-    session, inputs, fetch = _original_graph(repo, task, config_dict, len(
+    session, inputs, fetch = original_graph(repo, task, config_dict, len(
         batches[0]["input_ids"]), max_seq_length, is_training)
     step = session_steps(session, inputs, fetch, batches, warmup_steps=int(is_training))
     _, timing = timed(lambda: [step() for _ in batches])
@@ -348,12 +348,30 @@ def _request_timings(call, seconds):
     return float(np.median(call_timings(call, seconds)))
 
 
+def original_features(tokenizer, texts_a, texts_b, max_seq_length):
+    """The original's classifier features of the pairs (texts_a[i], texts_b[i]; an empty
+    text_b: a single text), tokenized by `tokenizer` (a FullTokenizer) and padded to
+    `max_seq_length`: {input_ids, input_mask, segment_ids: int32 [N, max_seq_length],
+    label_ids: int32 [N] (zeros)}."""
+    from bert_tf.data.pairs import pad_to, pair_tokens
+
+    features = {"input_ids": [], "input_mask": [], "segment_ids": [],
+                "label_ids": [0] * len(texts_a)}
+    for text_a, text_b in zip(texts_a, texts_b):
+        tokens, segments = pair_tokens(tokenizer.tokenize(text_a),
+                                       tokenizer.tokenize(text_b) or None, max_seq_length)
+        ids = tokenizer.convert_tokens_to_ids(tokens)
+        features["input_ids"].append(pad_to(ids, max_seq_length))
+        features["input_mask"].append(pad_to([1] * len(ids), max_seq_length))
+        features["segment_ids"].append(pad_to(segments, max_seq_length))
+    return {k: np.array(v, np.int32) for k, v in features.items()}
+
+
 def export_rows(args, words, config, config_dict, checkpoint):
     """[(name, batch, seconds per request)] of the classifier export, dynamic and static, and
     of the original's forward graph on the same requests tokenized and padded to 128."""
     import tensorflow as tf
 
-    from bert_tf.data.pairs import pad_to, pair_tokens
     from bert_tf.bert.fast_tokenization import TokenizerModule
     from bert_tf.serving import export
 
@@ -379,17 +397,8 @@ def export_rows(args, words, config, config_dict, checkpoint):
                 lambda serve=serve: serve(text_a=a, text_b=b)["probabilities"].numpy(),
                 args.serve_seconds)))
         if args.original_repo:
-            features = {"input_ids": [], "input_mask": [], "segment_ids": [],
-                        "label_ids": [0] * batch}
-            for text_a, text_b in zip(texts_a, texts_b):
-                tokens, segments = pair_tokens(words.tokenizer.tokenize(text_a),
-                                               words.tokenizer.tokenize(text_b) or None, 128)
-                ids = words.tokenizer.convert_tokens_to_ids(tokens)
-                features["input_ids"].append(pad_to(ids, 128))
-                features["input_mask"].append(pad_to([1] * len(ids), 128))
-                features["segment_ids"].append(pad_to(segments, 128))
-            features = {k: np.array(v, np.int32) for k, v in features.items()}
-            session, inputs, fetch = _original_graph(args.original_repo, "classifier",
+            features = original_features(words.tokenizer, texts_a, texts_b, 128)
+            session, inputs, fetch = original_graph(args.original_repo, "classifier",
                                                      config_dict, batch, 128, False)
             feed = {inputs[k]: features[k] for k in inputs}
             rows.append(("original (forward only, pre-tokenized)", batch, _request_timings(
