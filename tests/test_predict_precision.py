@@ -170,8 +170,9 @@ def test_extract_features_bfloat16_within_rounding_bound_of_float32(golden, tmp_
     tokenizer = families.make_tokenizer(config, vocab_file, True)
     examples = fe.read_examples(str(lines))
     features = fe.convert_examples_to_features(examples, MAX_SEQ_LENGTH, tokenizer)
-    inputs = {k: tf.constant([getattr(f, k) for f in features], tf.int32)
-              for k in ("input_ids", "input_mask", "segment_ids")}
+    inputs = {k: tf.constant([getattr(f, field) for f in features], tf.int32)
+              for k, field in (("input_ids", "input_ids"), ("input_mask", "input_mask"),
+                               ("segment_ids", "input_type_ids"))}
     encoder = _mixed_model(lambda: families.build_encoder(config), checkpoint)
     bound = RoundingErrorBounds(
         lambda x: {"head": encoder(x, training=False)["all_encoder_layers"][-1][:, :2]},
@@ -202,11 +203,12 @@ def test_script_refuses_an_unknown_predict_precision_in_one_line(golden, tmp_pat
          f"--vocab_file={vocab_file}",
          f"--bert_config_file={golden_path('model') / 'bert_config.json'}",
          f"--init_checkpoint={checkpoint}", f"--output_dir={tmp_path}/out", "--do_predict",
-         "--labels=neg,pos,mixed", "--predict_precision=half"],
+         f"--max_seq_length={MAX_SEQ_LENGTH}", "--labels=neg,pos,mixed",
+         "--predict_precision=half"],
         cwd=REPO, capture_output=True, text=True, timeout=120,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO))
     assert proc.returncode == 1
-    errors = [x for x in proc.stderr.splitlines() if "error" in x]
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("run_classifier.py")]
     assert errors == ["run_classifier.py: error: --predict_precision='half': expected one of "
                       "float32, bfloat16, auto"], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
