@@ -48,6 +48,7 @@ flags.DEFINE_bool("use_one_hot_embeddings", False,
 flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
                   "Compute dtype of the model pass (values are written as float32).")
 bert_flags.define_predict_precision_flag()
+flags.declare_key_flag("predict_precision")  # shown by --help
 flags.DEFINE_bool("dynamic_padding", True,
                   "Sort the lines by length into batches and run each batch only up to its "
                   "longest line (rounded up to 16); false: every batch at max_seq_length, in "
