@@ -736,7 +736,8 @@ class Trainer:
         """Yields the task's `predict_outputs` for every record of `input_files` (in order):
         dicts of numpy arrays [N, ...], the task's `sequence_outputs` at max_seq_length. The
         last batch may be padded with all-zero records (the caller drops them: their
-        `is_real_example` / unique id is 0).
+        `is_real_example` / unique id is 0). The model is `prediction_model()`'s: the trained
+        one, or with --predict_precision a copy of it at that precision.
 
         With dynamic padding (one worker) the records run in length order, in batches cut to
         their longest, and come back in input order, a dict per run of records (up to a
