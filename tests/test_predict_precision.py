@@ -232,6 +232,7 @@ def test_auto_is_what_the_cpu_runs_natively(cpu, want, caplog):
     assert not caplog.records
 
 
+@pytest.mark.slow  # ~5 s each: an export built and saved
 @pytest.mark.parametrize("cpu, want", [(BF16_CPU, "bfloat16"), (AVX2_CPU, "float32")])
 def test_export_auto_records_the_concrete_precision(cpu, want, golden, tmp_path, monkeypatch):
     """`python -m bert_tf.export --precision=auto` builds at the CPU's choice and writes it,
