@@ -3,7 +3,7 @@
     python -m bert_tf.export --task=classifier|squad|tagging|features \\
         --checkpoint=DIR_OR_PREFIX --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
         --do_lower_case=true --output_dir=EXPORT_DIR [--max_seq_length=128] [--labels=a,b,c]
-        [--dynamic_padding=true] [--precision=float32|bfloat16]
+        [--dynamic_padding=true] [--precision=float32|bfloat16|auto]
         [SQuAD: --doc_stride --max_query_length --max_answer_length --n_best_size
          --version_2_with_negative --null_score_diff_threshold]
 
@@ -47,18 +47,21 @@ XLA or TPU serving); answers do not depend on the other requests of a batch.
 `--precision=bfloat16` stores the encoder's Dense kernels and biases in bfloat16 (the
 checkpoint's float32 rounded to nearest even) and runs those matmuls in bfloat16; embeddings,
 LayerNorm, softmax and the heads stay float32, and so do the outputs and the signatures
-(docs/serving.md, "Precision"). `int8` and `auto` are not built yet.
+(docs/serving.md, "Precision"). `auto` picks the fastest precision this CPU runs natively
+(bfloat16 where its flags show AVX512_BF16 or AMX-BF16, else float32), says so in the log
+and records the choice in bert_tf_export.json. `int8` is not built yet.
 
 The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length",
 "precision", ...}) for `bert_tf.predict`.
 """
 
 import tensorflow as tf
-from absl import app, flags
+from absl import app, flags, logging
 
 from bert_tf import families
 from bert_tf import flags as shared_flags
 from bert_tf.checkpoints import resolve_checkpoint_path
+from bert_tf.training.precision import AUTO
 from bert_tf.serving.export import (PRECISIONS, TASKS, ExportError, build_export, read_labels,
                                     save_export)
 
@@ -75,12 +78,15 @@ def _define_flags():
     flags.DEFINE_integer("max_seq_length", 128, "Word pieces per example ([CLS]/[SEP] included).")
     flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
                       "up to 16 positions; false: always at max_seq_length (static shapes).")
-    flags.DEFINE_enum("precision", "float32", list(PRECISIONS),
+    flags.DEFINE_enum("precision", "float32", [*PRECISIONS, AUTO],
                       "Weights and matmuls of the encoder: float32 (the original's numbers) or "
                       "bfloat16 (the encoder's Dense kernels/biases stored and multiplied in "
                       "bfloat16; embeddings, LayerNorm, softmax and the outputs float32; "
                       "BERT-Base's variables 438 -> 267 MB; outputs within bfloat16 rounding of "
-                      "float32's: docs/serving.md). int8 and auto are not built yet.")
+                      "float32's: docs/serving.md). auto: the fastest this CPU runs natively, "
+                      "bfloat16 with AVX512_BF16 or AMX-BF16 in its flags, else float32 (the log "
+                      "names the flags; bert_tf_export.json records the choice). int8 is not "
+                      "built yet.")
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")
@@ -105,6 +111,7 @@ def _define_flags():
 def main(argv):
     del argv
     FLAGS = flags.FLAGS  # noqa: N806 (absl's name)
+    logging.set_verbosity(logging.INFO)  # --precision=auto says what it chose
     try:
         if not tf.io.gfile.exists(FLAGS.bert_config_file):
             raise ExportError(f"--bert_config_file={FLAGS.bert_config_file}: no such file")

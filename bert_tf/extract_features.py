@@ -1,8 +1,8 @@
 """Writes the contextual embeddings of every token of a text file as JSON lines.
 
 The original extract_features.py's flags, names, defaults, input and output format (see
-bert_tf/feature_extraction.py), plus --dynamic_padding, --mixed_precision, --strategy and the TPU
-flags of the other scripts (--tpu_name, --tpu_zone, --gcp_project).
+bert_tf/feature_extraction.py), plus --dynamic_padding, --mixed_precision, --predict_precision,
+--strategy and the TPU flags of the other scripts (--tpu_name, --tpu_zone, --gcp_project).
 
   python3 extract_features.py --input_file=in.txt --output_file=out.jsonl \
       --vocab_file=$BERT/vocab.txt --bert_config_file=$BERT/bert_config.json \
@@ -47,6 +47,8 @@ flags.DEFINE_bool("use_one_hot_embeddings", False,
 # Added flags.
 flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
                   "Compute dtype of the model pass (values are written as float32).")
+bert_flags.define_predict_precision_flag()
+flags.declare_key_flag("predict_precision")  # shown by --help
 flags.DEFINE_bool("dynamic_padding", True,
                   "Sort the lines by length into batches and run each batch only up to its "
                   "longest line (rounded up to 16); false: every batch at max_seq_length, in "

@@ -198,20 +198,41 @@ def check_vocab_has_special_tokens(tokenizer, vocab_file):
             f"out as {special.cls} a {special.sep} (b {special.sep})")
 
 
-def build_model(config, init_checkpoint, mixed_precision="none"):
+def build_model(config, init_checkpoint, mixed_precision="none", predict_precision="float32"):
     """The encoder of `config`'s family in the current strategy scope, with the weights of
-    `init_checkpoint`."""
+    `init_checkpoint`, built at `predict_precision` (a concrete precision of
+    bert_tf.serving.export.PRECISIONS) by the export's `build_at_precision`: float32 builds
+    under the `mixed_precision` policy."""
     from bert_tf import families
     from bert_tf.checkpoints import CheckpointError, load_original_checkpoint
+    from bert_tf.serving.export import build_at_precision
     from bert_tf.training.precision import dtype_policy
 
-    with dtype_policy(mixed_precision):
-        model = families.build_encoder(config)
     try:
-        load_original_checkpoint(model, init_checkpoint)
+        with dtype_policy(mixed_precision):
+            return build_at_precision(lambda: families.build_encoder(config), predict_precision,
+                                      lambda m: load_original_checkpoint(m, init_checkpoint))
     except CheckpointError as e:
         raise FeatureExtractionError(f"--init_checkpoint={init_checkpoint}: {e}") from None
-    return model
+
+
+def check_predict_precision(predict_precision, mixed_precision):
+    """The concrete --predict_precision ("auto" resolved from the CPU's flags, logged);
+    FeatureExtractionError for an unknown one, or for a 16-bit one with --mixed_precision
+    (a model has one precision)."""
+    from bert_tf.serving.export import PRECISIONS
+    from bert_tf.training.precision import AUTO, resolve_precision
+
+    if predict_precision not in (*PRECISIONS, AUTO):
+        raise FeatureExtractionError(f"--predict_precision={predict_precision!r}: expected one "
+                                     f"of {', '.join((*PRECISIONS, AUTO))}")
+    chosen = resolve_precision(predict_precision, "--predict_precision")
+    if chosen != "float32" and mixed_precision != "none":
+        raise FeatureExtractionError(
+            f"--predict_precision={predict_precision} ({chosen}) and --mixed_precision="
+            f"{mixed_precision}: choose one (--predict_precision stores the weights in "
+            f"{chosen}, --mixed_precision keeps them float32 and computes in 16 bits)")
+    return chosen
 
 
 # Outputs computed out of input order wait in memory until the lines before them are written;
@@ -531,6 +552,7 @@ class ExtractFeaturesOptions:
     tokenizer_files: dict = dataclasses.field(default_factory=dict)  # e.g. merges_file
     batch_size: int = 32
     mixed_precision: str = "none"
+    predict_precision: str = "float32"  # or bfloat16, auto (check_predict_precision)
     progress_seconds: float = 30.0
     dynamic_padding: bool = True
 
@@ -552,6 +574,8 @@ def run_extract_features(options, strategy=None):
     check_max_seq_length(options.max_seq_length, config)
     if options.batch_size < 1:
         raise FeatureExtractionError(f"--batch_size={options.batch_size}: must be positive")
+    predict_precision = check_predict_precision(options.predict_precision,
+                                                options.mixed_precision)
     examples = read_examples(options.input_file)
     try:
         do_lower_case = families.lower_case_setting(config, options.do_lower_case)
@@ -565,7 +589,8 @@ def run_extract_features(options, strategy=None):
     check_vocab_has_special_tokens(tokenizer, options.vocab_file)
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
-        model = build_model(config, options.init_checkpoint, options.mixed_precision)
+        model = build_model(config, options.init_checkpoint, options.mixed_precision,
+                            predict_precision)
     features = convert_examples_to_features(examples, options.max_seq_length, tokenizer)
     logging.info("extract_features: %d lines from %s", len(features), options.input_file)
     results = extract_layers(model, features, layer_indexes, options.batch_size, strategy,

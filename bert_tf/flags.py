@@ -59,6 +59,21 @@ def tokenizer_settings(FLAGS, config):  # noqa: N803 (absl's name)
     return do_lower_case, files
 
 
+PREDICT_PRECISION_HELP = (
+    "Precision of the model that predicts (--do_predict; extract_features.py's model pass); "
+    "training and eval are unchanged: float32 (the original's numbers), bfloat16 (the encoder's Dense weights "
+    "rounded to bfloat16 and multiplied in bfloat16, the rest float32, as `python -m "
+    "bert_tf.export --precision=bfloat16`; outputs within bfloat16 rounding of float32's, "
+    "docs/serving.md) or auto (bfloat16 where the CPU's flags show AVX512_BF16 or AMX-BF16, "
+    "else float32; the log says which).")
+
+
+def define_predict_precision_flag():
+    """--predict_precision (`PREDICT_PRECISION_HELP`), checked where it is used (one line
+    naming the flag for an unknown value)."""
+    flags.DEFINE_string("predict_precision", "float32", PREDICT_PRECISION_HELP)
+
+
 def define_tpu_flags():
     """use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores (the original's)."""
     flags.DEFINE_bool("use_tpu", False, "Whether to use a TPU (implies --strategy=tpu).")
@@ -85,6 +100,7 @@ def define_fine_tuning_flags():
                       "and False for cased models. A RoBERTa model (cased byte-level BPE) "
                       "defaults to False and refuses True.")
     define_tokenizer_file_flags()
+    define_predict_precision_flag()
     flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
     flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
     flags.DEFINE_float("warmup_proportion", 0.1,
@@ -205,6 +221,7 @@ def trainer_kwargs(FLAGS, strategy):  # noqa: N803
         group_by_length=FLAGS.group_by_length,
         # a fine-tuning flag (define_fine_tuning_flags); other scripts keep the default
         **({"layerwise_lr_decay": FLAGS.layerwise_lr_decay} if "layerwise_lr_decay" in FLAGS else {}),
+        **({"predict_precision": FLAGS.predict_precision} if "predict_precision" in FLAGS else {}),
     )
 
 

@@ -47,6 +47,7 @@ flags.DEFINE_bool("version_2_with_negative", False,
 flags.DEFINE_float("null_score_diff_threshold", 0.0,
                    "If null_score - best_non_null is greater than the threshold predict null.")
 shared_flags.define_fine_tuning_flags()
+flags.declare_key_flag("predict_precision")  # shown by --help (a prediction flag)
 shared_flags.define_tpu_flags()
 
 # Added flags.

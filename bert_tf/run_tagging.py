@@ -36,6 +36,7 @@ flags.DEFINE_integer("train_batch_size", 32, "Total batch size (windows) for tra
 flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
 shared_flags.define_fine_tuning_flags()
+flags.declare_key_flag("predict_precision")  # shown by --help (a prediction flag)
 shared_flags.define_tpu_flags()
 
 # Added flags.

@@ -22,7 +22,7 @@ from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
-from bert_tf.training.precision import keras_policy
+from bert_tf.training.precision import keras_policy, resolve_precision
 from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
@@ -32,7 +32,8 @@ TASKS = ("classifier", "features", "tagging", "squad")
 # bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
 # kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
 # fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
-# float32. int8 and auto are not built yet.
+# float32. int8 is not built yet. "auto" is resolved to one of them first
+# (`bert_tf.training.precision.resolve_precision`, from the CPU's flags).
 PRECISIONS = {"float32": None, "bfloat16": "bfloat16"}
 EXPORT_INFO_FILE = "bert_tf_export.json"
 # The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
@@ -42,6 +43,18 @@ _STRING = tf.TensorSpec([None], tf.string)
 
 class ExportError(ValueError):
     """A bad flag or file for the export (names the flag or file and what was expected)."""
+
+
+def build_at_precision(build, precision, load):
+    """The model `build()` makes, built under `precision`'s dtype policy (PRECISIONS), with
+    its float32 weights assigned by `load(model)` (rounded to the variables' dtype: nearest
+    even for bfloat16). The one place a model gets a --precision: the export's, and the
+    prediction runs' --predict_precision (`Trainer.prediction_model`, extract_features).
+    int8 hooks in here, after `load` (its quantization needs the float32 weights)."""
+    with keras_policy(PRECISIONS[precision]):
+        model = build()
+    load(model)
+    return model
 
 
 def _first_argmax(values, axis=-1):
@@ -194,15 +207,17 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         `families.make_tokenizer`).
       precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights in
         bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
-        matmuls in bfloat16.
+        matmuls in bfloat16; or "auto" (`resolve_precision`: what this CPU runs natively),
+        recorded as the precision it chose.
     Returns:
       (module, info dict for bert_tf_export.json).
     """
     if task not in TASKS:
         raise ExportError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
+    precision = resolve_precision(precision)
     if precision not in PRECISIONS:
         raise ExportError(f"--precision={precision!r}: expected one of "
-                          f"{', '.join(PRECISIONS)} (int8 and auto are not built yet)")
+                          f"{', '.join(PRECISIONS)} or auto (int8 is not built yet)")
     usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
     if not 3 <= max_seq_length <= usable:
         raise ExportError(
@@ -256,16 +271,17 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     hidden = config.hidden_size
     # The variables take the policy's dtype when created; load_original_checkpoint then
     # assigns the checkpoint's float32 values, which TensorFlow rounds to nearest even.
-    with keras_policy(PRECISIONS[precision]):
+    def build():
         if task == "features":
             # Any checkpoint's encoder, whatever its head.
-            model = families.build_encoder(config, name="bert")
-        else:
-            head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
-                    "tagging": lambda: TokenClassifierHead(len(labels), hidden),
-                    "squad": lambda: SpanHead(hidden)}[task]()
-            model = BertTaskModel(config, head)
-    load_original_checkpoint(model, checkpoint)
+            return families.build_encoder(config, name="bert")
+        head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
+                "tagging": lambda: TokenClassifierHead(len(labels), hidden),
+                "squad": lambda: SpanHead(hidden)}[task]()
+        return BertTaskModel(config, head)
+
+    model = build_at_precision(build, precision,
+                               lambda m: load_original_checkpoint(m, checkpoint))
     info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
             "dynamic_padding": bool(dynamic_padding), "precision": precision,
             # False: load the SavedModel after `import tensorflow_text` (ALBERT).

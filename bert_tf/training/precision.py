@@ -141,6 +141,36 @@ def resolve_mixed_precision(name, strategy=None, device=None, cpu_info=None,
     return name
 
 
+# --precision=auto (export) and --predict_precision=auto (prediction runs): the precisions a
+# model can be built at (bert_tf.serving.export.PRECISIONS), fastest first, each with the
+# cpu_features kind that makes it native on a CPU. float32 is the fallback, native everywhere.
+# int8 joins here when `--precision=int8` lands, first, with a kind for its integer dot-product
+# flags (avx512_vnni / avx_vnni / amx_int8: one more NATIVE_FLAGS entry in cpu_features).
+AUTO_PRECISIONS = (("bfloat16", "bf16"),)
+AUTO = "auto"
+
+
+def resolve_precision(name, flag="--precision", cpu_info=None):
+    """The concrete precision for `name`: itself, or for "auto" the first of AUTO_PRECISIONS
+    this CPU runs natively (`cpu_features`), else "float32". The choice is logged in one line
+    naming the CPU's flags. Other names pass unchanged (the caller checks them).
+
+    Args:
+      name: "auto", or a precision ("float32", "bfloat16", ...).
+      flag: the flag's name, for the log line.
+      cpu_info: a `cpu_features.CpuInfo`; read from this machine when None (tests pass their
+        own).
+    """
+    if name != AUTO:
+        return name
+    cpu_info = cpu_info or cpu_features.read_cpu_info()
+    chosen = next((precision for precision, kind in AUTO_PRECISIONS if cpu_info.native(kind)),
+                  "float32")
+    logging.info("%s=auto: %s, the fastest precision this CPU runs natively (%s)", flag, chosen,
+                 cpu_info.describe())
+    return chosen
+
+
 def slow_precision_warning(name, device, native, why, flag="--mixed_precision"):
     """The warning for a 16-bit `name` on a device without native arithmetic for it."""
     if native is None:

@@ -37,6 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import checkpoints
+from bert_tf.serving.export import PRECISIONS, build_at_precision
 from bert_tf.training import input_pipeline, metrics, padding, precision
 from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.lamb import Lamb
@@ -97,6 +98,9 @@ class TrainerOptions:
     # Training batches of similar lengths from windows of the shuffled stream, in random
     # order: fewer padded positions, but not the original's batches.
     group_by_length: bool = False
+    # --predict_precision: the precision `predict` builds its model at (a key of
+    # bert_tf.serving.export.PRECISIONS, or "auto"); training and eval stay as they are.
+    predict_precision: str = "float32"
 
     _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
                  "save_checkpoints_steps", "iterations_per_loop", "padding_width")
@@ -118,6 +122,9 @@ class TrainerOptions:
         if self.mixed_precision not in precision.POLICIES:
             problems.append(f"--mixed_precision={self.mixed_precision!r}: expected one of "
                             f"{', '.join(precision.POLICIES)}")
+        if self.predict_precision not in (*PRECISIONS, precision.AUTO):
+            problems.append(f"--predict_precision={self.predict_precision!r}: expected one of "
+                            f"{', '.join((*PRECISIONS, precision.AUTO))}")
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"--optimizer={self.optimizer!r}: expected one of "
                             f"{', '.join(OPTIMIZERS)}")
@@ -251,6 +258,9 @@ class Trainer:
             options, self.model, self.optimizer, self.global_step, config=config, task=task,
             strategy=self.strategy, loss_scale=self.loss_scale, rng_states=self.rng_states)
         self._summary_writers = {}
+        # The model `predict` runs (`prediction_model`): this one at float32.
+        self.predict_model = self.model
+        self._predict_precision = None  # --predict_precision, "auto" resolved at first use
         self._gradients_fn = self._compute_gradients_and_sparse_norm
         self._eval_fn = self._eval_outputs
         self._predict_fn = self._predict_outputs
@@ -440,7 +450,7 @@ class Trainer:
         return eval_step
 
     def _predict_outputs(self, features):
-        outputs = self.model(features, training=False)
+        outputs = self.predict_model(features, training=False)
         return _with_record_index(self.task.predict_outputs(outputs, features), features)
 
     def make_predict_function(self, stream):
@@ -726,13 +736,15 @@ class Trainer:
         """Yields the task's `predict_outputs` for every record of `input_files` (in order):
         dicts of numpy arrays [N, ...], the task's `sequence_outputs` at max_seq_length. The
         last batch may be padded with all-zero records (the caller drops them: their
-        `is_real_example` / unique id is 0).
+        `is_real_example` / unique id is 0). The model is `prediction_model()`'s: the trained
+        one, or with --predict_precision a copy of it at that precision.
 
         With dynamic padding (one worker) the records run in length order, in batches cut to
         their longest, and come back in input order, a dict per run of records (up to a
         window of input_pipeline.SORT_WINDOW_BATCHES batches); else a dict per global batch
         of `batch_size`."""
         by_length = self._sorts_by_length(None, True, True)
+        self.predict_model = self.prediction_model()
         stream = self.input_stream(input_files, batch_size, is_training=False,
                                    pad_final_batch=True, sort_by_length=by_length)
         self._log_padding("Prediction", is_training=False)
@@ -756,6 +768,36 @@ class Trainer:
                 yield rows
         if in_order.pending:
             raise AssertionError(f"{in_order.pending} predictions out of input order")
+
+    def prediction_model(self):
+        """The model `predict` runs at --predict_precision: `self.model` itself at float32
+        (the original's numbers); else the task's model built at that precision by the
+        export's `build_at_precision` (bfloat16: the encoder's Dense weights stored and
+        multiplied in bfloat16), once, holding `self.model`'s current weights (assigned again
+        on every call, so a prediction after more training or a restore uses them)."""
+        if self._predict_precision is None:
+            self._predict_precision = precision.resolve_precision(
+                self.options.predict_precision, "--predict_precision")
+        if self._predict_precision == "float32":
+            return self.model
+        trained = checkpoints.original_variable_map(self.model)
+
+        def assign_trained_weights(model):
+            # The float32 values rounded to the variables' dtype (bfloat16: nearest even), as
+            # the export's load_original_checkpoint assigns a checkpoint's.
+            for name, variable in checkpoints.original_variable_map(model).items():
+                variable.assign(tf.cast(trained[name].value, variable.dtype))
+
+        if self.predict_model is self.model:
+            with self.strategy.scope():
+                self.predict_model = build_at_precision(
+                    lambda: self.task.build_model(self.config), self._predict_precision,
+                    assign_trained_weights)
+            logging.info("Prediction: --predict_precision=%s (training and eval: the trained "
+                         "model's own)", self._predict_precision)
+        else:
+            assign_trained_weights(self.predict_model)
+        return self.predict_model
 
     def _host_outputs(self, batch):
         """numpy values of an eval/predict batch, the task's sequence outputs padded back to
