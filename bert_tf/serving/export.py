@@ -15,12 +15,13 @@ import os
 import tensorflow as tf
 
 from bert_tf import families, files
-from bert_tf.checkpoints import load_original_checkpoint, original_variable_map
+from bert_tf.checkpoints import load_original_checkpoint
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
+from bert_tf.serving.int8 import quantize_encoder, variable_map
 from bert_tf.serving.squad_export import SquadExport
 from bert_tf.training.precision import keras_policy
 from bert_tf.training.task_file import load_task_file, task_file_path
@@ -32,8 +33,10 @@ TASKS = ("classifier", "features", "tagging", "squad")
 # bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
 # kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
 # fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
-# float32. int8 and auto are not built yet.
-PRECISIONS = {"float32": None, "bfloat16": "bfloat16"}
+# float32. "int8": built in float32, then the encoder's Dense layers replaced by
+# bert_tf.serving.int8's (int8 kernels with per-column scales, activations quantized per row).
+# auto is not built yet.
+PRECISIONS = {"float32": None, "bfloat16": "bfloat16", "int8": None}
 EXPORT_INFO_FILE = "bert_tf_export.json"
 # The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
 DEFAULT_DOC_STRIDE = {"squad": 128, "tagging": 64}
@@ -194,7 +197,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         `families.make_tokenizer`).
       precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights in
         bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
-        matmuls in bfloat16.
+        matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
+        scale per output column and quantizes their inputs per row at run time
+        (bert_tf.serving.int8).
     Returns:
       (module, info dict for bert_tf_export.json).
     """
@@ -202,7 +207,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         raise ExportError(f"--task={task!r}: expected one of {', '.join(TASKS)}")
     if precision not in PRECISIONS:
         raise ExportError(f"--precision={precision!r}: expected one of "
-                          f"{', '.join(PRECISIONS)} (int8 and auto are not built yet)")
+                          f"{', '.join(PRECISIONS)} (auto is not built yet)")
     usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
     if not 3 <= max_seq_length <= usable:
         raise ExportError(
@@ -266,6 +271,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
                     "squad": lambda: SpanHead(hidden)}[task]()
             model = BertTaskModel(config, head)
     load_original_checkpoint(model, checkpoint)
+    if precision == "int8":
+        quantize_encoder(model, model if task == "features" else model.bert)
     info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
             "dynamic_padding": bool(dynamic_padding), "precision": precision,
             # False: load the SavedModel after `import tensorflow_text` (ALBERT).
@@ -297,13 +304,14 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
 def saved_weights(model):
     """The model's `tf.Variable`s nested by their original checkpoint names (the SavedModel's
     `weights`): {"bert": {"embeddings": {"word_embeddings": tf.Variable}, ...}, ...}, so that
-    the export's checkpoint keys read `weights/bert/embeddings/word_embeddings/...`.
+    the export's checkpoint keys read `weights/bert/embeddings/word_embeddings/...` (an int8
+    export's quantized kernels: `.../kernel/int8` and `.../kernel/scale`).
 
     Each Keras 3 variable wraps one `tf.Variable` (`.value`); the export tracks that, not the
     Keras model, whose variables would serialize the same values a second time.
     """
     nested = {}
-    for name, variable in original_variable_map(model).items():
+    for name, variable in variable_map(model).items():
         *scopes, leaf = name.split("/")
         node = nested
         for scope in scopes:
