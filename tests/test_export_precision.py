@@ -43,6 +43,8 @@ TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " *
 TEXTS_B = ["it was closed", "", "penguins are flightless birds", "b \u0301 c", "x\u00a0y"]
 # The Dense layers the bfloat16 export stores in bfloat16 (original names' last scopes).
 BF16_SCOPES = ("query", "key", "value", "dense")
+# The exports this file compares (int8: tests/test_export_int8.py).
+PRECISIONS = ("float32", "bfloat16")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,7 @@ def setup(tmp_path_factory):
     checkpoint = save_original_checkpoint(model, root / "ckpt" / "model.ckpt")
     exports = {}
     for task in ("classifier", "features"):
-        for precision in export.PRECISIONS:
+        for precision in PRECISIONS:
             module, info = export.build_export(
                 task, config, checkpoint, vocab_file, True, MAX_SEQ_LENGTH, labels=LABELS,
                 layers="-1", precision=precision)
@@ -159,7 +161,7 @@ def test_stored_dense_weights_are_bfloat16_rounded_to_nearest_even(setup):
     _, checkpoint, exports = setup
     original = tf.train.load_checkpoint(checkpoint)
     sizes = {}
-    for precision in export.PRECISIONS:
+    for precision in PRECISIONS:
         path = exports["classifier", precision][1]
         prefix = os.path.join(path, "variables", "variables")
         saved = tf.train.load_checkpoint(prefix)
@@ -201,7 +203,7 @@ def test_saved_model_cli_runs_the_bfloat16_export(setup):
 
 def test_unknown_precision_is_a_clear_error(setup):
     config, checkpoint, _ = setup
-    with pytest.raises(export.ExportError, match="--precision='int8'.*not built yet"):
+    with pytest.raises(export.ExportError, match="--precision='int4': expected one of"):
         export.build_export("classifier", config, checkpoint,
                             str(golden_path("model") / "vocab.txt"), labels=LABELS,
-                            precision="int8")
+                            precision="int4")
