@@ -32,7 +32,6 @@ import tensorflow as tf
 from bert_tf.checkpoints import original_variable_map
 
 INT8_MAX = 127
-KERNEL_SUFFIXES = ("int8", "scale")
 # model -> its {original name: tf/Keras variable} after `quantize_encoder` (the Keras model
 # keeps tracking the replaced float32 layers, so `original_variable_map` no longer applies).
 _QUANTIZED_TABLES = weakref.WeakKeyDictionary()
@@ -61,6 +60,15 @@ def quantize_rows(x):
     return tf.clip_by_value(tf.round(x / safe), -INT8_MAX, INT8_MAX), scale
 
 
+def int8_matmul(x, kernel_int8, kernel_scale):
+    """x [..., in] float @ the dequantized kernel, x quantized per row: (x8 @ W8) x_scale scale,
+    [..., out] float32. The integer products are summed in float32 (module docstring: TF's int8
+    matmuls are slower here)."""
+    x8, x_scale = quantize_rows(tf.cast(x, tf.float32))
+    products = tf.matmul(x8, tf.cast(kernel_int8, tf.float32))
+    return products * x_scale * kernel_scale
+
+
 class Int8Dense(keras.layers.Layer):
     """A Dense layer with an int8 kernel and per-output-column scales (module docstring).
 
@@ -87,10 +95,8 @@ class Int8Dense(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs):
-        x8, x_scale = quantize_rows(tf.cast(inputs, tf.float32))
-        # Integer products summed in float32 (module docstring: int8 matmuls are slower here).
-        products = tf.matmul(x8, tf.cast(self.kernel_int8, tf.float32))
-        return self.activation(products * x_scale * self.kernel_scale + self.bias)
+        return self.activation(
+            int8_matmul(inputs, self.kernel_int8, self.kernel_scale) + self.bias)
 
     def get_config(self):
         return {**super().get_config(), "units": self.units,
