@@ -115,26 +115,46 @@ class Int8Dense(keras.layers.Layer):
         return layer
 
 
-def _dense_attributes(layer, seen):
-    """(parent layer, attribute name, Dense) for every keras.layers.Dense held in a public
-    attribute of `layer` or of its sublayers (also inside lists, such as the encoder's
-    layers), each parent once."""
+def _holders(value):
+    """(container, key, keras Layer) for the layers in `value`, a Layer attribute's value:
+    itself (container None), or the items of lists, tuples and dicts (ALBERT's groups:
+    {group: [layers]}), nested."""
+    if isinstance(value, keras.layers.Layer):
+        yield None, None, value
+    elif isinstance(value, (list, tuple, dict)):
+        for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+            if isinstance(item, keras.layers.Layer):
+                yield value, key, item
+            else:
+                yield from _holders(item)
+
+
+def _dense_holders(layer, seen):
+    """(replace function, Dense) for every keras.layers.Dense held by `layer` or its sublayers
+    in a public attribute (directly, or in lists and dicts), each place once."""
     if id(layer) in seen:
         return
     seen.add(id(layer))
     for attribute, value in list(vars(layer).items()):
         if attribute.startswith("_"):
             continue
-        if isinstance(value, keras.layers.Dense):
-            yield layer, attribute, value
-        elif isinstance(value, keras.layers.Layer):
-            yield from _dense_attributes(value, seen)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, keras.layers.Dense):
-                    raise ValueError(f"{layer.name}.{attribute}: a Dense layer in a list")
-                if isinstance(item, keras.layers.Layer):
-                    yield from _dense_attributes(item, seen)
+        for container, key, item in _holders(value):
+            if isinstance(item, keras.layers.Dense):
+                if container is None:
+                    # Past Keras' tracking, which refuses new sublayers in a built layer: the
+                    # export saves the name table, and calls reach the layer by the attribute.
+                    yield (lambda new, p=layer, a=attribute: object.__setattr__(p, a, new)), item
+                elif isinstance(container, tuple):
+                    raise ValueError(f"{layer.name}.{attribute}: a Dense layer in a tuple")
+                else:
+                    yield (lambda new, c=container, k=key: _set_item(c, k, new)), item
+            else:
+                yield from _dense_holders(item, seen)
+
+
+def _set_item(container, key, value):
+    # Keras' tracked lists and dicts refuse new layers once built, like the layers themselves.
+    (dict if isinstance(container, dict) else list).__setitem__(container, key, value)
 
 
 def quantize_encoder(model, encoder):
@@ -146,7 +166,7 @@ def quantize_encoder(model, encoder):
     table = original_variable_map(model)
     name_of = {id(v): name for name, v in table.items()}
     replaced = {}
-    for parent, attribute, dense in list(_dense_attributes(encoder, set())):
+    for replace, dense in list(_dense_holders(encoder, set())):
         if id(dense) not in replaced:
             kernel_name = name_of[id(dense.kernel)]
             layer = Int8Dense.from_dense(dense)
@@ -155,11 +175,13 @@ def quantize_encoder(model, encoder):
             table[f"{kernel_name}/scale"] = layer.kernel_scale
             table[name_of[id(dense.bias)]] = layer.bias
             replaced[id(dense)] = layer
-        # Past Keras' tracking, which refuses new sublayers in a built layer: the export saves
-        # `table`, not the Keras model's weights, and calls reach the layer by the attribute.
-        object.__setattr__(parent, attribute, replaced[id(dense)])
-    if not replaced:
-        raise ValueError(f"{encoder.name}: no Dense layer found to quantize")
+        replace(replaced[id(dense)])
+    # Every 2-D kernel of the encoder must have been reached (a Dense held some other way
+    # would stay float32 silently).
+    missed = [v.path for v in encoder.weights if v.path.endswith("kernel")
+              and f"{name_of[id(v)]}/int8" not in table]
+    if missed or not replaced:
+        raise ValueError(f"{encoder.name}: Dense kernels not quantized: {missed}")
     _QUANTIZED_TABLES[model] = table
     return table
 
