@@ -35,9 +35,11 @@ that tests/rounding_bounds.py uses for bfloat16), so by Hoeffding's inequality
 except with probability 2 exp(-CONFIDENCE**2 / 2) = 3e-8 per value (CONFIDENCE = 6, as for
 bfloat16). The gradients are taken in the float32 model at the checkpoint's weights (dy/dW summed
 over a kernel's uses). Second-order terms are products of two errors, each at most 1/254 of the
-value it perturbs, so about 1/254 of the first-order ones. A failure means the export's
-arithmetic is not this quantization (a wrong or per-tensor scale, a float32 kernel, a rounding
-that is not to nearest).
+value it perturbs, so about 1/254 of the first-order ones. Like any 6-sigma bound it is loose
+for the typical case (measured distance / bound 0.12-0.17): it catches gross errors (a wrong
+weight, scale or layer), not a subtly different quantization (floor for round, one scale per
+tensor passed it when tried); test_int8_dense_equals_a_float64_emulation_of_its_arithmetic
+pins the arithmetic itself to within float32 rounding, and caught both.
 """
 
 import os
@@ -459,3 +461,33 @@ def test_albert_int8_export_quantizes_every_encoder_kernel(tmp_path):
     names = set(joined(export.saved_weights(module.model)))
     assert kernels and not names & set(kernels)
     assert {f"{k}/int8" for k in kernels} | {f"{k}/scale" for k in kernels} <= names
+
+
+def test_int8_dense_equals_a_float64_emulation_of_its_arithmetic():
+    """`Int8Dense` (keras Dense -> int8 kernel) on rows of very different sizes against NumPy
+    in float64: scale = max|w| / 127 per column, each row quantized with its own s = max|x_row|
+    / 127 and rounded to nearest, y = (x8 @ W8) s scale + b. The integer sums are exact in
+    float32 (48 products of at most 127**2); what is left is float32's rounding of s, x / s
+    (emulated in float32, so the same integers), and of the two products and the bias
+    addition: at most 3 roundings of 2**-24 relative to |x8 @ W8| s scale + |b|. (The bound
+    tests above are loose by nature -- 6 sigma over thousands of errors -- and do not see a
+    per-tensor scale or a floor for a round; this does.)"""
+    from bert_tf.serving.int8 import Int8Dense
+
+    rng = np.random.default_rng(3)
+    dense = keras.layers.Dense(24)
+    dense.build((None, 48))
+    kernel = rng.normal(size=(48, 24)).astype(np.float32) * np.logspace(-2, 1, 24,
+                                                                         dtype=np.float32)
+    bias = rng.normal(size=24).astype(np.float32)
+    dense.set_weights([kernel, bias])
+    x = (rng.normal(size=(2, 5, 48)) * np.logspace(-3, 2, 5)[:, None]).astype(np.float32)
+    got = Int8Dense.from_dense(dense)(tf.constant(x)).numpy().astype(np.float64)
+
+    w8, scale = quantize_kernel(kernel)
+    s = (np.abs(x).max(axis=-1, keepdims=True) / np.float32(INT8_MAX)).astype(np.float32)
+    x8 = np.clip(np.round(x / s), -INT8_MAX, INT8_MAX).astype(np.float64)  # x / s in float32
+    products = (x8 @ w8.astype(np.float64)) * s.astype(np.float64) * scale.astype(np.float64)
+    want = products + bias
+    bound = 3 * 2.0 ** -24 * (np.abs(products) + np.abs(bias))
+    assert np.all(np.abs(got - want) <= bound), np.max(np.abs(got - want) / bound)
