@@ -1,5 +1,5 @@
-"""A BERT-Base-shaped classifier export in float32 and in bfloat16 (`--precision`): the bytes of
-its variables and the latency of a 12-piece request at batch 1.
+"""A BERT-Base-shaped classifier export in float32, bfloat16 and int8 (`--precision`): the bytes
+of its variables and the latency of a 12-piece request at batch 1.
 
   python3 benchmarks/export_precision.py [--rounds 200]
 
@@ -9,8 +9,12 @@ this process, and called in turns (`common.timings_interleaved`: one call of eac
 that the load of the shared cores falls on both alike) with the same string, whose pieces with
 [CLS] and [SEP] are 12 (the export runs it at 16 positions). Also timed in the same turns, as
 `request_floor.py` does: the encoder's 72 dense matmuls alone at 16 rows, with kernels of each
-dtype (the floor of the request in TensorFlow's matmul kernels). Also printed: the largest
-|difference| of the two exports' probabilities on that request.
+dtype (the floor of the request in TensorFlow's matmul kernels); for int8 the export's own
+arithmetic (`bert_tf.serving.int8.int8_matmul`: rows quantized, integer products summed in
+float32) and, for comparison, TensorFlow's int8 x int8 -> int32 matmul (`tf.matmul(...,
+output_type=tf.int32)`, what Keras 3's `Dense.quantize("int8")` runs) on the same quantized
+rows. Also printed: the largest |difference| of each export's probabilities from float32's on
+that request.
 """
 
 import argparse
@@ -34,6 +38,7 @@ from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
+from bert_tf.serving.int8 import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
 from bert_tf.training.precision import keras_policy  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
@@ -43,6 +48,15 @@ REQUEST = "the quick brown fox jumps over the lazy dog today"  # 10 pieces + 2
 def _variables_bytes(path):
     folder = os.path.join(path, "variables")
     return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+
+
+def int32_matmul(h, kernel):
+    """h [n, in] float32 quantized per row, times an (int8 kernel, scale) pair in TensorFlow's
+    int8 x int8 -> int32 matmul, rescaled to float32."""
+    kernel_int8, scale = kernel
+    h8, h_scale = quantize_rows(h)
+    products = tf.matmul(tf.cast(h8, tf.int8), kernel_int8, output_type=tf.int32)
+    return tf.cast(products, tf.float32) * h_scale * scale
 
 
 def main():
@@ -79,11 +93,22 @@ def main():
                 encoder = BertTaskModel(config, ClassifierHead(2, config.hidden_size)).bert
             kernels = [k.value for k in dense_kernels(encoder)]
             h = tf.random.normal([16, config.hidden_size], stddev=0.1, dtype=kernels[0].dtype)
-            calls[f"matmuls {precision}"] = lambda f=dense_matmuls(kernels), h=h: f(h).numpy()
+            if precision == "int8":
+                kernels = [tuple(tf.constant(a) for a in quantize_kernel(k.numpy()))
+                           for k in kernels]
+                calls["matmuls int8 x int8 -> int32 (tf.matmul)"] = (
+                    lambda f=dense_matmuls(kernels, int32_matmul), h=h: f(h).numpy())
+                matmuls = dense_matmuls(kernels, lambda x, k: int8_matmul(x, *k))
+            else:
+                matmuls = dense_matmuls(kernels)
+            calls[f"matmuls {precision}"] = lambda f=matmuls, h=h: f(h).numpy()
         timings = timings_interleaved(calls, args.rounds, warmup_steps=5)
+    differences = ", ".join(
+        f"{p} {np.abs(outputs[p] - outputs['float32']).max():.2g}"
+        for p in export.PRECISIONS if p != "float32")
     print(f"BERT-Base-shaped classifier, a {pieces}-piece request at batch 1, "
-          f"{args.rounds} calls of each in turns; largest |bfloat16 - float32| probability "
-          f"{np.abs(outputs['bfloat16'] - outputs['float32']).max():.2g}")
+          f"{args.rounds} calls of each in turns; largest |probability - float32's|: "
+          f"{differences}")
     print()
     rows = []
     for precision in export.PRECISIONS:
@@ -93,6 +118,9 @@ def main():
                      f"{t['cpu_median'] * 1e3:.1f}",
                      f"{timings['float32']['median'] / t['median']:.2f}",
                      f"{floor['median'] * 1e3:.1f} / {floor['fastest'] * 1e3:.1f}"])
+    t = timings["matmuls int8 x int8 -> int32 (tf.matmul)"]
+    rows.append(["(int8 x int8 -> int32 tf.matmul)", "", "", "", "", "",
+                 f"{t['median'] * 1e3:.1f} / {t['fastest'] * 1e3:.1f}"])
     print_table(["precision", "variables MB", "median ms", "fastest ms", "CPU ms (median)",
                  "speed vs float32", "72 matmuls alone ms (median / fastest)"], rows)
 

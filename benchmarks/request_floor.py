@@ -38,16 +38,17 @@ def dense_kernels(model):
     return kernels
 
 
-def dense_matmuls(kernels):
+def dense_matmuls(kernels, matmul=tf.matmul):
     """A tf.function of the 72 dense matmuls of a forward pass (`dense_kernels`, any dtype),
     [n, H] -> [n, H], with the forward pass's dependencies: a layer's query, key and value
-    products are independent (free to run side by side), the next three products a chain."""
+    products are independent (free to run side by side), the next three products a chain.
+    `matmul(h, kernel)`: how each product is computed (int8: a kernel is (int8, scale))."""
     @tf.function
     def matmuls(h):
         for layer in range(0, len(kernels), 6):
             query, key, value, attention_output, intermediate, output = kernels[layer:layer + 6]
-            context = tf.add_n([tf.matmul(h, query), tf.matmul(h, key), tf.matmul(h, value)])
-            h = tf.matmul(tf.matmul(tf.matmul(context, attention_output), intermediate), output)
+            context = tf.add_n([matmul(h, query), matmul(h, key), matmul(h, value)])
+            h = matmul(matmul(matmul(context, attention_output), intermediate), output)
         return h
     return matmuls
 

@@ -3,7 +3,7 @@
     python -m bert_tf.export --task=classifier|squad|tagging|features \\
         --checkpoint=DIR_OR_PREFIX --bert_config_file=bert_config.json --vocab_file=vocab.txt \\
         --do_lower_case=true --output_dir=EXPORT_DIR [--max_seq_length=128] [--labels=a,b,c]
-        [--dynamic_padding=true] [--precision=float32|bfloat16|auto]
+        [--dynamic_padding=true] [--precision=float32|bfloat16|int8|auto]
         [SQuAD: --doc_stride --max_query_length --max_answer_length --n_best_size
          --version_2_with_negative --null_score_diff_threshold]
 
@@ -49,7 +49,11 @@ checkpoint's float32 rounded to nearest even) and runs those matmuls in bfloat16
 LayerNorm, softmax and the heads stay float32, and so do the outputs and the signatures
 (docs/serving.md, "Precision"). `auto` picks the fastest precision this CPU runs natively
 (bfloat16 where its flags show AVX512_BF16 or AMX-BF16, else float32), says so in the log
-and records the choice in bert_tf_export.json. `int8` is not built yet.
+and records the choice in bert_tf_export.json. `--precision=int8` stores the encoder's Dense kernels as int8
+with a float32 scale per output column (`.../kernel/int8`, `.../kernel/scale`) and quantizes
+their inputs per row (token) at run time; the integer products are summed in float32, since
+TensorFlow's int8 matmuls are slower than float32's on CPU (bert_tf/serving/int8.py): it saves
+memory, not time.
 
 The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length",
 "precision", ...}) for `bert_tf.predict`.
@@ -79,14 +83,16 @@ def _define_flags():
     flags.DEFINE_bool("dynamic_padding", True, "Run a batch at its longest sequence rounded "
                       "up to 16 positions; false: always at max_seq_length (static shapes).")
     flags.DEFINE_enum("precision", "float32", [*PRECISIONS, AUTO],
-                      "Weights and matmuls of the encoder: float32 (the original's numbers) or "
+                      "Weights and matmuls of the encoder: float32 (the original's numbers), "
                       "bfloat16 (the encoder's Dense kernels/biases stored and multiplied in "
                       "bfloat16; embeddings, LayerNorm, softmax and the outputs float32; "
                       "BERT-Base's variables 438 -> 267 MB; outputs within bfloat16 rounding of "
-                      "float32's: docs/serving.md). auto: the fastest this CPU runs natively, "
-                      "bfloat16 with AVX512_BF16 or AMX-BF16 in its flags, else float32 (the log "
-                      "names the flags; bert_tf_export.json records the choice). int8 is not "
-                      "built yet.")
+                      "float32's: docs/serving.md) or int8 (the encoder's Dense kernels stored as "
+                      "int8 with a float32 scale per output column, their inputs quantized per "
+                      "token at run time; less memory, not faster: docs/serving.md). auto: the "
+                      "fastest this CPU runs natively, bfloat16 with AVX512_BF16 or AMX-BF16 in "
+                      "its flags, else float32 (the log names the flags; bert_tf_export.json "
+                      "records the choice).")
     flags.DEFINE_string("labels", None, "Comma-separated label names (classifier, tagging); "
                         "default: the checkpoint directory's task.json.")
     flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to return (features).")

@@ -1,6 +1,6 @@
-"""`python -m bert_tf.export --precision=bfloat16`: the encoder's Dense weights stored and
-multiplied in bfloat16, everything else float32, checked against the float32 export of the same
-checkpoint (the golden tiny model with a random classifier head).
+"""`python -m bert_tf.export --precision=bfloat16` (the encoder's Dense weights stored and
+multiplied in bfloat16, everything else float32) and `--precision=int8`, checked against the
+float32 export of the same checkpoint (the golden tiny model with a random classifier head).
 
 The bound of |bfloat16 export - float32 export| is tests/rounding_bounds.py's, derived from the
 arithmetic, not tuned: every tensor a bfloat16 op produces, and every weight rounded from the
@@ -14,12 +14,39 @@ export's op for op (each float32 kernel and bias cast to bfloat16 -- the same ro
 even the export applied once at load, now a Cast op of the graph, so the weights' roundings are
 counted --, bfloat16 matmuls, bias adds and activations, float32 embeddings, LayerNorm, softmax
 and head), so the bound is that of exactly the function the export computes.
+
+--precision=int8 (the int8 tests below): the encoder's Dense kernels stored as int8 with a
+float32 scale per output column, their inputs quantized per row at run time
+(bert_tf/serving/int8.py). How far the int8 export may be from the float32 export is derived
+from the quantization, not tuned. For each Dense layer the int8 export computes
+(x + a) @ (W + E) + b instead of x @ W + b:
+  E = W8 * scale - W, the weight quantization error, is known exactly from the kernel
+    (|E[i, j]| <= scale[j] / 2);
+  a, the activation quantization error, is not: |a[r, k]| <= s_r / 2 with s_r = max_k |x[r, k]|
+    / 127 the row's scale.
+The integer products are summed exactly in float32 (|sum| < 2**24 in this tiny model: 48 or 192
+inputs) and every other op is the float32 export's (roundings of ~2**-24 relative, negligible).
+To first order an output y moves by
+  dy = sum over Dense layers (dy/dW . E) + sum over Dense layers (dy/dx . a):
+the first sum (the weights' shift) is computed exactly; the second is a sum of independent
+mean-zero terms each within +-|dy/dx| s / 2 (round-to-nearest errors, the model of Higham & Mary
+that tests/rounding_bounds.py uses for bfloat16), so by Hoeffding's inequality
+  |dy - weights' shift| <= CONFIDENCE * sqrt(sum (dy/dx s / 2)**2)
+except with probability 2 exp(-CONFIDENCE**2 / 2) = 3e-8 per value (CONFIDENCE = 6, as for
+bfloat16). The gradients are taken in the float32 model at the checkpoint's weights (dy/dW summed
+over a kernel's uses). Second-order terms are products of two errors, each at most 1/254 of the
+value it perturbs, so about 1/254 of the first-order ones. Like any 6-sigma bound it is loose
+for the typical case (measured distance / bound 0.12-0.17): it catches gross errors (a wrong
+weight, scale or layer), not a subtly different quantization (floor for round, one scale per
+tensor passed it when tried); test_int8_dense_equals_a_float64_emulation_of_its_arithmetic
+pins the arithmetic itself to within float32 rounding, and caught both.
 """
 
 import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -31,11 +58,12 @@ from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export
+from bert_tf.serving.int8 import INT8_MAX, quantize_kernel
 from bert_tf.training.precision import dtype_policy
 from conftest import golden_path
-from rounding_bounds import RoundingErrorBounds, assert_within_bounds
+from rounding_bounds import CONFIDENCE, RoundingErrorBounds, assert_within_bounds
 
-pytestmark = pytest.mark.slow  # four exports saved (~15 s), two bounds traced
+pytestmark = pytest.mark.slow  # six exports saved (~30 s), four bounds traced
 MAX_SEQ_LENGTH = 64  # one-by-one requests run at 16 positions, the batch at 48
 LABELS = ["neg", "pos", "mixed"]
 TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " * 40,
@@ -69,10 +97,11 @@ def setup(tmp_path_factory):
     return config, checkpoint, exports
 
 
-def _mixed_model(config, checkpoint, head=True):
+def _mixed_model(config, checkpoint, head=True, policy="bf16"):
     """The checkpoint under Keras' mixed_bfloat16 policy (float32 variables cast to bfloat16
-    in the graph): the export's arithmetic with the weights' roundings as graph ops."""
-    with dtype_policy("bf16"):
+    in the graph): the export's arithmetic with the weights' roundings as graph ops; with
+    policy "none", the float32 model."""
+    with dtype_policy(policy):
         if head:
             model = BertTaskModel(config, ClassifierHead(len(LABELS), config.hidden_size))
         else:
@@ -159,7 +188,7 @@ def test_stored_dense_weights_are_bfloat16_rounded_to_nearest_even(setup):
     _, checkpoint, exports = setup
     original = tf.train.load_checkpoint(checkpoint)
     sizes = {}
-    for precision in export.PRECISIONS:
+    for precision in ("float32", "bfloat16"):
         path = exports["classifier", precision][1]
         prefix = os.path.join(path, "variables", "variables")
         saved = tf.train.load_checkpoint(prefix)
@@ -201,7 +230,264 @@ def test_saved_model_cli_runs_the_bfloat16_export(setup):
 
 def test_unknown_precision_is_a_clear_error(setup):
     config, checkpoint, _ = setup
-    with pytest.raises(export.ExportError, match="--precision='int8'.*not built yet"):
+    with pytest.raises(export.ExportError, match="--precision='int4': expected one of"):
         export.build_export("classifier", config, checkpoint,
                             str(golden_path("model") / "vocab.txt"), labels=LABELS,
-                            precision="int8")
+                            precision="int4")
+
+
+# --- int8 ----------------------------------------------------------------------------------
+
+
+def _dense_layers(layer, seen=None):
+    """Every keras.layers.Dense under `layer` (its public attributes, recursively), once."""
+    seen = set() if seen is None else seen
+    found = []
+    for name, value in vars(layer).items():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if name.startswith("_") or not isinstance(item, keras.layers.Layer):
+                continue
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, keras.layers.Dense):
+                found.append(item)
+            else:
+                found.extend(_dense_layers(item, seen))
+    return found
+
+
+class QuantizationBound:
+    """Per-element first-order bounds (module docstring) of `output(model(features))` of the
+    float32 `model` whose Dense layers under `encoder` the int8 export quantizes."""
+
+    def __init__(self, model, encoder, output):
+        self.denses = _dense_layers(encoder)
+        self.model, self.output = model, output
+        # |E| per kernel, from the export's own quantization rule (checked separately against
+        # the stored kernels by test_stored_kernels_are_int8_of_round_w_over_scale).
+        self.weight_errors = []
+        for dense in self.denses:
+            kernel = keras.ops.convert_to_numpy(dense.kernel).astype(np.float64)
+            quantized, scale = quantize_kernel(kernel.astype(np.float32))
+            error = quantized * scale.astype(np.float64) - kernel
+            self.weight_errors.append(tf.constant(error, tf.float32))
+        self.sensitivity = tf.function(self._sensitivity)
+
+    def _sensitivity(self, features, element):
+        inputs = []
+        originals = [dense.call for dense in self.denses]
+
+        def recording(x, *args, _call, **kwargs):
+            inputs.append(x)
+            tape.watch(x)
+            return _call(x, *args, **kwargs)
+
+        kernels = [dense.kernel.value for dense in self.denses]
+        try:
+            with tf.GradientTape() as tape:
+                for dense, call in zip(self.denses, originals):
+                    dense.call = lambda x, *a, _call=call, **k: recording(x, *a, _call=_call, **k)
+                tape.watch(kernels)
+                y = tf.gather(tf.reshape(self.output(self.model(features, training=False)),
+                                         [-1]), element)
+        finally:
+            for dense in self.denses:
+                del dense.call  # the class's call again
+        gradients = tape.gradient(y, inputs + kernels)
+        weights_shift = tf.constant(0.0)  # sum dy/dW . E, signed
+        activations_square = tf.constant(0.0)  # sum (dy/dx s / 2)**2
+        for x, g in zip(inputs, gradients[:len(inputs)]):
+            if g is None:  # a layer the output does not depend on (the pooler, for features)
+                continue
+            row_half_step = tf.reduce_max(tf.abs(x), axis=-1, keepdims=True) / INT8_MAX / 2
+            activations_square += tf.reduce_sum(tf.square(g * row_half_step))
+        for e, g in zip(self.weight_errors, gradients[len(inputs):]):
+            if g is not None:
+                weights_shift += tf.reduce_sum(g * e)
+        return tf.stack([weights_shift, tf.sqrt(activations_square)])
+
+    def __call__(self, features):
+        """(first-order shift by the weights' quantization, Hoeffding bound of the activations'
+        part), float64 arrays of the output's shape."""
+        shape = self.output(self.model(features, training=False)).shape
+        size = int(np.prod(shape))
+        terms = np.array([self.sensitivity(features, tf.constant(i)).numpy()
+                          for i in range(size)], np.float64)
+        return terms[:, 0].reshape(shape), CONFIDENCE * terms[:, 1].reshape(shape)
+
+
+def _features(module):
+    features = module.inputs.pairs(tf.constant(TEXTS_A), tf.constant(TEXTS_B))
+    return {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+
+
+def _assert_within(got, want, bound, label):
+    ratio = np.abs(np.asarray(got, np.float64) - want) / bound
+    assert ratio.max() <= 1.0, (f"{label}: |int8 - (float32 + weight shift)| / bound = "
+                                f"{ratio.max():.3f}")
+    return ratio.max()
+
+
+def test_int8_classifier_within_quantization_bound_of_float32(setup):
+    """Probabilities of the int8 export within the derived bound (module docstring) of the
+    float32 export's, for the mixed-length batch and for each request alone (alone: 16
+    positions, in the batch 48; each row's quantization depends on that row only and padding
+    keys get softmax weight 0, so the bound is the same); labels agree, batch and alone,
+    wherever float32's margin between the two best classes exceeds twice the bound."""
+    config, checkpoint, exports = setup
+    float32 = _serve(exports["classifier", "float32"][1], TEXTS_A, TEXTS_B)
+    int8 = _serve(exports["classifier", "int8"][1], TEXTS_A, TEXTS_B)
+    assert int8["probabilities"].dtype == np.float32
+    model = _mixed_model(config, checkpoint, policy="none")
+    encoder = model.bert
+    shift, bound = QuantizationBound(model, encoder, lambda out: out["probabilities"])(
+        _features(exports["classifier", "int8"][0]))
+    want = float32["probabilities"] + shift
+    worst = _assert_within(int8["probabilities"], want, bound, "batch")
+    top2 = np.sort(float32["probabilities"], axis=-1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * (np.abs(shift) + bound).max(axis=-1)
+    np.testing.assert_array_equal(int8["label_id"][clear], float32["label_id"][clear])
+    for i in range(len(TEXTS_A)):
+        alone = _serve(exports["classifier", "int8"][1], TEXTS_A[i:i + 1], TEXTS_B[i:i + 1])
+        worst = max(worst, _assert_within(alone["probabilities"][0], want[i], bound[i],
+                                          f"request {i}"))
+        if clear[i]:
+            assert alone["label_id"][0] == float32["label_id"][i]
+    print(f"classifier: worst |int8 - float32| / bound {worst:.3f}, largest |difference| "
+          f"{np.abs(int8['probabilities'] - float32['probabilities']).max():.3g}, "
+          f"largest weight shift {np.abs(shift).max():.3g}, largest bound {bound.max():.3g}")
+
+
+def test_int8_features_within_quantization_bound_of_float32(setup):
+    """The last encoder layer's vector at the first position ([CLS]) of every text, int8
+    export against float32 export, within the derived bound, batch and one by one."""
+    config, checkpoint, exports = setup
+    float32 = _serve(exports["features", "float32"][1], TEXTS_A, TEXTS_B)
+    int8 = _serve(exports["features", "int8"][1], TEXTS_A, TEXTS_B)
+    np.testing.assert_array_equal(int8["input_ids"], float32["input_ids"])
+    model = encoder = _mixed_model(config, checkpoint, head=False, policy="none")
+    shift, bound = QuantizationBound(model, encoder,
+                              lambda out: out["all_encoder_layers"][-1][:, 0])(
+        _features(exports["features", "int8"][0]))
+    want = float32["layers"][:, 0, 0] + shift
+    worst = _assert_within(int8["layers"][:, 0, 0], want, bound, "batch")
+    for i in range(len(TEXTS_A)):
+        alone = _serve(exports["features", "int8"][1], TEXTS_A[i:i + 1], TEXTS_B[i:i + 1])
+        worst = max(worst, _assert_within(alone["layers"][0, 0, 0], want[i], bound[i],
+                                          f"request {i}"))
+    print(f"features: worst |int8 - float32| / bound {worst:.3f}")
+
+
+def test_stored_kernels_are_int8_of_round_w_over_scale(setup):
+    """The int8 export stores each encoder Dense kernel once, as `<name>/int8` (int8, equal to
+    clip(round(w / scale), -127, 127)) and `<name>/scale` (float32, max|w| / 127 per output
+    column), with no float32 copy under `<name>`; every other weight (embeddings, LayerNorm,
+    biases, the head) float32 and exact."""
+    _, checkpoint, exports = setup
+    original = tf.train.load_checkpoint(checkpoint)
+    saved = tf.train.load_checkpoint(
+        os.path.join(exports["classifier", "int8"][1], "variables", "variables"))
+    dtypes = saved.get_variable_to_dtype_map()
+    quantized = 0
+    for name in original_variable_map(exports["classifier", "float32"][0].model):
+        key = f"weights/{name}/.ATTRIBUTES/VARIABLE_VALUE"
+        want = original.get_tensor(name)
+        scopes = name.split("/")
+        if scopes[0] == "bert" and scopes[-1] == "kernel" and "embeddings" not in scopes:
+            assert key not in dtypes, name
+            int8_key = f"weights/{name}/int8/.ATTRIBUTES/VARIABLE_VALUE"
+            scale_key = f"weights/{name}/scale/.ATTRIBUTES/VARIABLE_VALUE"
+            assert dtypes[int8_key] == tf.int8 and dtypes[scale_key] == tf.float32, name
+            scale = saved.get_tensor(scale_key)
+            np.testing.assert_array_equal(
+                scale, (np.abs(want).max(axis=0) / np.float32(127)).astype(np.float32), name)
+            got = saved.get_tensor(int8_key)
+            np.testing.assert_array_equal(
+                got, np.clip(np.round(want.astype(np.float64) / scale), -127, 127), name)
+            # Each weight within half a step of its column's scale.
+            assert np.all(np.abs(got * scale.astype(np.float64) - want) <= scale / 2 * (1 + 1e-6))
+            quantized += 1
+        else:
+            assert dtypes[key] == tf.float32, name
+            np.testing.assert_array_equal(saved.get_tensor(key), want, err_msg=name)
+    layers = BertConfig.from_json_file(str(golden_path("model") / "bert_config.json"))
+    assert quantized == 6 * layers.num_hidden_layers + 1  # 6 Dense per layer, the pooler
+    originals = {f"weights/{n}/.ATTRIBUTES/VARIABLE_VALUE"
+                 for n in original_variable_map(exports["classifier", "float32"][0].model)}
+    extra = [k for k in dtypes if k.startswith("weights/") and k not in originals]
+    assert len(extra) == 2 * quantized
+    assert all("/kernel/int8/" in k or "/kernel/scale/" in k for k in extra), extra
+
+
+def test_saved_model_cli_runs_the_int8_export(setup):
+    """Plain `saved_model_cli run` in a fresh process loads and runs the int8 export, and its
+    bert_tf_export.json says precision int8."""
+    _, _, exports = setup
+    path = str(exports["classifier", "int8"][1])
+    with open(os.path.join(path, export.EXPORT_INFO_FILE)) as f:
+        assert '"precision": "int8"' in f.read()
+    command = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
+               path, "--tag_set", "serve", "--signature_def", "serving_default",
+               "--input_exprs", f"text_a={TEXTS_A[:2]!r};text_b={TEXTS_B[:2]!r}"]
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Result for output key probabilities" in result.stdout
+
+
+def test_albert_int8_export_quantizes_every_encoder_kernel(tmp_path):
+    """ALBERT's Dense layers sit in a dict of lists (its groups) and its embedding projection
+    is a Dense of the encoder: every one of its kernels is stored as int8 + scale, none as
+    float32, and the weights' table names each kernel of the float32 model once."""
+    from bert_tf.albert.config import AlbertConfig
+
+    spm_model = os.path.join(os.path.dirname(__file__), "data", "albert_spm", "albert.model")
+    config = AlbertConfig(vocab_size=2000, embedding_size=8, hidden_size=16, num_hidden_layers=2,
+                          num_hidden_groups=1, inner_group_num=2, num_attention_heads=2,
+                          intermediate_size=32, max_position_embeddings=64)
+    tf.keras.utils.set_random_seed(5)
+    model = BertTaskModel(config, ClassifierHead(len(LABELS), config.hidden_size))
+    prefix = save_original_checkpoint(model, tmp_path / "ckpt" / "model.ckpt")
+    kernels = [n for n in original_variable_map(model)
+               if n.endswith("/kernel") and n.startswith("bert/")]
+    module, _ = export.build_export("classifier", config, prefix, spm_model, True,
+                                    max_seq_length=32, labels=LABELS, precision="int8")
+    def joined(nested, prefix=""):
+        for key, value in nested.items():
+            yield from (joined(value, f"{prefix}{key}/") if isinstance(value, dict)
+                        else [f"{prefix}{key}"])
+    names = set(joined(export.saved_weights(module.model)))
+    assert kernels and not names & set(kernels)
+    assert {f"{k}/int8" for k in kernels} | {f"{k}/scale" for k in kernels} <= names
+
+
+def test_int8_dense_equals_a_float64_emulation_of_its_arithmetic():
+    """`Int8Dense` (keras Dense -> int8 kernel) on rows of very different sizes against NumPy
+    in float64: scale = max|w| / 127 per column, each row quantized with its own s = max|x_row|
+    / 127 and rounded to nearest, y = (x8 @ W8) s scale + b. The integer sums are exact in
+    float32 (48 products of at most 127**2); what is left is float32's rounding of s, x / s
+    (emulated in float32, so the same integers), and of the two products and the bias
+    addition: at most 3 roundings of 2**-24 relative to |x8 @ W8| s scale + |b|. (The bound
+    tests above are loose by nature -- 6 sigma over thousands of errors -- and do not see a
+    per-tensor scale or a floor for a round; this does.)"""
+    from bert_tf.serving.int8 import Int8Dense
+
+    rng = np.random.default_rng(3)
+    dense = keras.layers.Dense(24)
+    dense.build((None, 48))
+    kernel = rng.normal(size=(48, 24)).astype(np.float32) * np.logspace(-2, 1, 24,
+                                                                         dtype=np.float32)
+    bias = rng.normal(size=24).astype(np.float32)
+    dense.set_weights([kernel, bias])
+    x = (rng.normal(size=(2, 5, 48)) * np.logspace(-3, 2, 5)[:, None]).astype(np.float32)
+    got = Int8Dense.from_dense(dense)(tf.constant(x)).numpy().astype(np.float64)
+
+    w8, scale = quantize_kernel(kernel)
+    s = (np.abs(x).max(axis=-1, keepdims=True) / np.float32(INT8_MAX)).astype(np.float32)
+    x8 = np.clip(np.round(x / s), -INT8_MAX, INT8_MAX).astype(np.float64)  # x / s in float32
+    products = (x8 @ w8.astype(np.float64)) * s.astype(np.float64) * scale.astype(np.float64)
+    want = products + bias
+    bound = 3 * 2.0 ** -24 * (np.abs(products) + np.abs(bias))
+    assert np.all(np.abs(got - want) <= bound), np.max(np.abs(got - want) / bound)

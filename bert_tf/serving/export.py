@@ -15,12 +15,13 @@ import os
 import tensorflow as tf
 
 from bert_tf import families, files
-from bert_tf.checkpoints import load_original_checkpoint, original_variable_map
+from bert_tf.checkpoints import load_original_checkpoint
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
+from bert_tf.serving.int8 import quantize_encoder, variable_map
 from bert_tf.serving.squad_export import SquadExport
 from bert_tf.training.precision import keras_policy, resolve_precision
 from bert_tf.training.task_file import load_task_file, task_file_path
@@ -32,9 +33,11 @@ TASKS = ("classifier", "features", "tagging", "squad")
 # bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
 # kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
 # fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
-# float32. int8 is not built yet. "auto" is resolved to one of them first
-# (`bert_tf.training.precision.resolve_precision`, from the CPU's flags).
-PRECISIONS = {"float32": None, "bfloat16": "bfloat16"}
+# float32. "int8": built in float32, then the encoder's Dense layers replaced by
+# bert_tf.serving.int8's (int8 kernels with per-column scales, activations quantized per row).
+# "auto" is resolved to one of them first (`bert_tf.training.precision.resolve_precision`,
+# from the CPU's flags).
+PRECISIONS = {"float32": None, "bfloat16": "bfloat16", "int8": None}
 EXPORT_INFO_FILE = "bert_tf_export.json"
 # The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
 DEFAULT_DOC_STRIDE = {"squad": 128, "tagging": 64}
@@ -207,8 +210,11 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         `families.make_tokenizer`).
       precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights in
         bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
-        matmuls in bfloat16; or "auto" (`resolve_precision`: what this CPU runs natively),
-        recorded as the precision it chose.
+        matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
+        scale per output column and quantizes their inputs per row at run time
+        (bert_tf.serving.int8);
+        or "auto" (`resolve_precision`: what this CPU runs natively), recorded as the
+        precision it chose.
     Returns:
       (module, info dict for bert_tf_export.json).
     """
@@ -217,7 +223,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
     precision = resolve_precision(precision)
     if precision not in PRECISIONS:
         raise ExportError(f"--precision={precision!r}: expected one of "
-                          f"{', '.join(PRECISIONS)} or auto (int8 is not built yet)")
+                          f"{', '.join(PRECISIONS)} or auto")
     usable = config.max_sequence_length  # RoBERTa's: fewer than its position rows
     if not 3 <= max_seq_length <= usable:
         raise ExportError(
@@ -313,13 +319,14 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
 def saved_weights(model):
     """The model's `tf.Variable`s nested by their original checkpoint names (the SavedModel's
     `weights`): {"bert": {"embeddings": {"word_embeddings": tf.Variable}, ...}, ...}, so that
-    the export's checkpoint keys read `weights/bert/embeddings/word_embeddings/...`.
+    the export's checkpoint keys read `weights/bert/embeddings/word_embeddings/...` (an int8
+    export's quantized kernels: `.../kernel/int8` and `.../kernel/scale`).
 
     Each Keras 3 variable wraps one `tf.Variable` (`.value`); the export tracks that, not the
     Keras model, whose variables would serialize the same values a second time.
     """
     nested = {}
-    for name, variable in original_variable_map(model).items():
+    for name, variable in variable_map(model).items():
         *scopes, leaf = name.split("/")
         node = nested
         for scope in scopes:
