@@ -10,7 +10,7 @@ that the load of the shared cores falls on both alike) with the same string, who
 [CLS] and [SEP] are 12 (the export runs it at 16 positions). Also timed in the same turns, as
 `request_floor.py` does: the encoder's 72 dense matmuls alone at 16 rows, with kernels of each
 dtype (the floor of the request in TensorFlow's matmul kernels); for int8 the export's own
-arithmetic (`bert_tf.serving.int8.int8_matmul`: rows quantized, integer products summed in
+arithmetic (`bert_tf.training.int8.int8_matmul`: rows quantized, integer products summed in
 float32) and, for comparison, TensorFlow's int8 x int8 -> int32 matmul (`tf.matmul(...,
 output_type=tf.int32)`, what Keras 3's `Dense.quantize("int8")` runs) on the same quantized
 rows. Also printed: the largest |difference| of each export's probabilities from float32's on
@@ -38,8 +38,8 @@ from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
-from bert_tf.serving.int8 import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
-from bert_tf.training.precision import keras_policy  # noqa: E402
+from bert_tf.training.int8 import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
+from bert_tf.training.precision import PRECISIONS, keras_policy  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")
 REQUEST = "the quick brown fox jumps over the lazy dog today"  # 10 pieces + 2
@@ -76,7 +76,7 @@ def main():
         prefix = save_original_checkpoint(model, os.path.join(tmp, "ckpt", "model.ckpt"))
         del model
         serves, sizes = {}, {}
-        for precision in export.PRECISIONS:
+        for precision in PRECISIONS:
             module, info = export.build_export("classifier", config, prefix, VOCAB_FILE, True,
                                                128, ["neg", "pos"], precision=precision)
             path = export.save_export(module, info, os.path.join(tmp, precision))
@@ -88,7 +88,7 @@ def main():
                    for p, s in serves.items()}
         calls = {p: (lambda s=s: s(text_a=text_a, text_b=text_b)["probabilities"].numpy())
                  for p, s in serves.items()}
-        for precision, policy in export.PRECISIONS.items():
+        for precision, policy in PRECISIONS.items():
             with keras_policy(policy):
                 encoder = BertTaskModel(config, ClassifierHead(2, config.hidden_size)).bert
             kernels = [k.value for k in dense_kernels(encoder)]
@@ -105,13 +105,13 @@ def main():
         timings = timings_interleaved(calls, args.rounds, warmup_steps=5)
     differences = ", ".join(
         f"{p} {np.abs(outputs[p] - outputs['float32']).max():.2g}"
-        for p in export.PRECISIONS if p != "float32")
+        for p in PRECISIONS if p != "float32")
     print(f"BERT-Base-shaped classifier, a {pieces}-piece request at batch 1, "
           f"{args.rounds} calls of each in turns; largest |probability - float32's|: "
           f"{differences}")
     print()
     rows = []
-    for precision in export.PRECISIONS:
+    for precision in PRECISIONS:
         t, floor = timings[precision], timings[f"matmuls {precision}"]
         rows.append([precision, f"{sizes[precision] / 1e6:.1f}",
                      f"{t['median'] * 1e3:.1f}", f"{t['fastest'] * 1e3:.1f}",

@@ -1,5 +1,5 @@
 """Serving a BERT-Base classifier: the original's forward against our exports at every
-`--precision` (bert_tf.serving.export.PRECISIONS), with each precision's floor, in one run.
+`--precision` (bert_tf.training.precision.PRECISIONS), with each precision's floor, in one run.
 
   python3 benchmarks/serving.py --original_repo=/tmp/orig_bert                 # ~10 minutes
   python3 benchmarks/serving.py --original_repo=/tmp/orig_bert --layers=2 --rounds=10 \\
@@ -62,6 +62,7 @@ from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
+from bert_tf.training.precision import PRECISIONS  # noqa: E402
 
 MAX_SEQ_LENGTH = 128
 BATCH = 32
@@ -177,7 +178,7 @@ def main():
           f"export (max_seq_length {MAX_SEQ_LENGTH}); batch 1: a {pieces}-piece request, "
           f"{args.rounds} rounds; batch {BATCH}: MRPC-like pairs of mean length "
           f"{lengths.mean():.1f} pieces (longest {lengths.max()}), {args.batch_rounds} rounds; "
-          f"precisions {', '.join(export.PRECISIONS)}", flush=True)
+          f"precisions {', '.join(PRECISIONS)}", flush=True)
     print()
 
     bandwidth = memory_bandwidth(args.bandwidth_mb)
@@ -194,7 +195,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         prefix = save_original_checkpoint(model, os.path.join(tmp, "ckpt", "model.ckpt"))
         del model
-        for precision in export.PRECISIONS:
+        for precision in PRECISIONS:
             t0 = time.perf_counter()
             module, info = export.build_export(
                 "classifier", config, prefix, VOCAB_FILE, True, MAX_SEQ_LENGTH, ["0", "1"],
@@ -248,7 +249,7 @@ def main():
              f"{base_one * 1e3:.1f} ({one['original']['fastest'] * 1e3:.1f})",
              f"{one['original']['cpu_median'] * 1e3:.1f}", "1.00x",
              f"{BATCH / base_many:.1f}", "1.00x", "-", "-"]]
-    for precision in export.PRECISIONS:
+    for precision in PRECISIONS:
         t, b = one[precision], many[precision]
         floor = one.get(f"matmuls {precision}")
         bound = sizes[precision] / best_bandwidth

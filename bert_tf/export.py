@@ -52,7 +52,7 @@ LayerNorm, softmax and the heads stay float32, and so do the outputs and the sig
 and records the choice in bert_tf_export.json. `--precision=int8` stores the encoder's Dense kernels as int8
 with a float32 scale per output column (`.../kernel/int8`, `.../kernel/scale`) and quantizes
 their inputs per row (token) at run time; the integer products are summed in float32, since
-TensorFlow's int8 matmuls are slower than float32's on CPU (bert_tf/serving/int8.py): it saves
+TensorFlow's int8 matmuls are slower than float32's on CPU (bert_tf/training/int8.py): it saves
 memory, not time.
 
 The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length",
@@ -65,9 +65,8 @@ from absl import app, flags, logging
 from bert_tf import families
 from bert_tf import flags as shared_flags
 from bert_tf.checkpoints import resolve_checkpoint_path
-from bert_tf.training.precision import AUTO
-from bert_tf.serving.export import (PRECISIONS, TASKS, ExportError, build_export, read_labels,
-                                    save_export)
+from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
+from bert_tf.training.precision import AUTO, PRECISIONS
 
 
 def _define_flags():

@@ -201,12 +201,11 @@ def check_vocab_has_special_tokens(tokenizer, vocab_file):
 def build_model(config, init_checkpoint, mixed_precision="none", predict_precision="float32"):
     """The encoder of `config`'s family in the current strategy scope, with the weights of
     `init_checkpoint`, built at `predict_precision` (a concrete precision of
-    bert_tf.serving.export.PRECISIONS) by the export's `build_at_precision`: float32 builds
-    under the `mixed_precision` policy."""
+    bert_tf.training.precision.PREDICT_PRECISIONS) by `build_at_precision`, as the export's
+    models are: float32 builds under the `mixed_precision` policy."""
     from bert_tf import families
     from bert_tf.checkpoints import CheckpointError, load_original_checkpoint
-    from bert_tf.serving.export import build_at_precision
-    from bert_tf.training.precision import dtype_policy
+    from bert_tf.training.precision import build_at_precision, dtype_policy
 
     try:
         with dtype_policy(mixed_precision):
@@ -220,12 +219,11 @@ def check_predict_precision(predict_precision, mixed_precision):
     """The concrete --predict_precision ("auto" resolved from the CPU's flags, logged);
     FeatureExtractionError for an unknown one, or for a 16-bit one with --mixed_precision
     (a model has one precision)."""
-    from bert_tf.serving.export import PRECISIONS
-    from bert_tf.training.precision import AUTO, resolve_precision
+    from bert_tf.training.precision import AUTO, PREDICT_PRECISIONS, resolve_precision
 
-    if predict_precision not in (*PRECISIONS, AUTO):
+    if predict_precision not in (*PREDICT_PRECISIONS, AUTO):
         raise FeatureExtractionError(f"--predict_precision={predict_precision!r}: expected one "
-                                     f"of {', '.join((*PRECISIONS, AUTO))}")
+                                     f"of {', '.join((*PREDICT_PRECISIONS, AUTO))}")
     chosen = resolve_precision(predict_precision, "--predict_precision")
     if chosen != "float32" and mixed_precision != "none":
         raise FeatureExtractionError(

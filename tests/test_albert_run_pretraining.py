@@ -199,7 +199,7 @@ def test_sigkill_and_restart_with_the_same_command_is_uninterrupted(tmp_path, ca
     assert not state_lists(killed, 12)
     resumed_from = int(tf.train.latest_checkpoint(str(killed)).rsplit("-", 1)[1])
     assert 4 <= resumed_from < 12
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger="absl")  # whatever verbosity an earlier test left
     run_here(options(killed, **steps), config(config_file))
     assert f"model.ckpt-{resumed_from} at global_step {resumed_from}" in caplog.text
     assert_checkpoints_identical(tmp_path / "reference" / "model.ckpt-12",
@@ -238,7 +238,7 @@ def test_bf16_with_accumulation_and_dynamic_padding(tmp_path, sorted_records, pa
     no loss scale), finite. (Under MirroredStrategy this composition is run by
     tests/test_electra_pretraining.py and tests/test_training_composition.py; ALBERT's
     mirrored run by the test above: the strategy does not depend on the model.)"""
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger="absl")  # whatever verbosity an earlier test left
     _, history = run_here(options(tmp_path / "out", sorted_records, mixed_precision="bf16",
                                   gradient_accumulation_steps=2, dynamic_padding=True,
                                   **FOUR_STEPS))

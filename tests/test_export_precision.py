@@ -17,7 +17,7 @@ and head), so the bound is that of exactly the function the export computes.
 
 --precision=int8 (the int8 tests below): the encoder's Dense kernels stored as int8 with a
 float32 scale per output column, their inputs quantized per row at run time
-(bert_tf/serving/int8.py). How far the int8 export may be from the float32 export is derived
+(bert_tf/training/int8.py). How far the int8 export may be from the float32 export is derived
 from the quantization, not tuned. For each Dense layer the int8 export computes
 (x + a) @ (W + E) + b instead of x @ W + b:
   E = W8 * scale - W, the weight quantization error, is known exactly from the kernel
@@ -58,8 +58,8 @@ from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export
-from bert_tf.serving.int8 import INT8_MAX, quantize_kernel
-from bert_tf.training.precision import dtype_policy
+from bert_tf.training.int8 import INT8_MAX, quantize_kernel
+from bert_tf.training.precision import PRECISIONS, dtype_policy
 from conftest import golden_path
 from rounding_bounds import CONFIDENCE, RoundingErrorBounds, assert_within_bounds
 
@@ -87,7 +87,7 @@ def setup(tmp_path_factory):
     checkpoint = save_original_checkpoint(model, root / "ckpt" / "model.ckpt")
     exports = {}
     for task in ("classifier", "features"):
-        for precision in export.PRECISIONS:
+        for precision in PRECISIONS:
             module, info = export.build_export(
                 task, config, checkpoint, vocab_file, True, MAX_SEQ_LENGTH, labels=LABELS,
                 layers="-1", precision=precision)
@@ -472,7 +472,7 @@ def test_int8_dense_equals_a_float64_emulation_of_its_arithmetic():
     addition: at most 3 roundings of 2**-24 relative to |x8 @ W8| s scale + |b|. (The bound
     tests above are loose by nature -- 6 sigma over thousands of errors -- and do not see a
     per-tensor scale or a floor for a round; this does.)"""
-    from bert_tf.serving.int8 import Int8Dense
+    from bert_tf.training.int8 import Int8Dense
 
     rng = np.random.default_rng(3)
     dense = keras.layers.Dense(24)

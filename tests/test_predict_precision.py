@@ -187,6 +187,10 @@ def test_unknown_predict_precision_is_refused_in_one_line(golden, tmp_path):
     with pytest.raises(TrainingError, match=r"^--predict_precision='int4': expected one of "
                                             r"float32, bfloat16, auto$"):
         _classifier_options(golden, tmp_path, predict_precision="int4").validate(golden[0])
+    # int8 is built for exports only (bert_tf.training.precision.PREDICT_PRECISIONS).
+    with pytest.raises(TrainingError, match=r"^--predict_precision='int8': expected one of "
+                                            r"float32, bfloat16, auto$"):
+        _classifier_options(golden, tmp_path, predict_precision="int8").validate(golden[0])
     with pytest.raises(fe.FeatureExtractionError,
                        match=r"^--predict_precision='fp8': expected one of float32, bfloat16, "
                              r"auto$"):

@@ -201,7 +201,7 @@ def test_info_file_says_tensorflow_text_is_needed(built):
     with open(os.path.join(built["export_dir"], export.EXPORT_INFO_FILE)) as f:
         info = json.load(f)
     assert info == {"task": "squad", "max_seq_length": MAX_SEQ_LENGTH, "do_lower_case": True,
-                    "dynamic_padding": True, "core_ops": False,
+                    "dynamic_padding": True, "core_ops": False, "precision": "float32",
                     "version_2_with_negative": False, "null_score_diff_threshold": 0.0,
                     **SQUAD}
 

@@ -21,23 +21,12 @@ from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
-from bert_tf.serving.int8 import quantize_encoder, variable_map
 from bert_tf.serving.squad_export import SquadExport
-from bert_tf.training.precision import keras_policy, resolve_precision
+from bert_tf.training.int8 import variable_map
+from bert_tf.training.precision import PRECISIONS, build_at_precision, resolve_precision
 from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
-# --precision -> the Keras dtype policy the model is built under. "bfloat16" (not
-# "mixed_bfloat16", which keeps float32 variables and casts them at every call): the Dense
-# layers of the encoder (attention query/key/value/output, intermediate, output, pooler) get
-# bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
-# kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
-# fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
-# float32. "int8": built in float32, then the encoder's Dense layers replaced by
-# bert_tf.serving.int8's (int8 kernels with per-column scales, activations quantized per row).
-# "auto" is resolved to one of them first (`bert_tf.training.precision.resolve_precision`,
-# from the CPU's flags).
-PRECISIONS = {"float32": None, "bfloat16": "bfloat16", "int8": None}
 EXPORT_INFO_FILE = "bert_tf_export.json"
 # The training scripts' --doc_stride defaults: an export windows texts as evaluation did.
 DEFAULT_DOC_STRIDE = {"squad": 128, "tagging": 64}
@@ -46,18 +35,6 @@ _STRING = tf.TensorSpec([None], tf.string)
 
 class ExportError(ValueError):
     """A bad flag or file for the export (names the flag or file and what was expected)."""
-
-
-def build_at_precision(build, precision, load):
-    """The model `build()` makes, built under `precision`'s dtype policy (PRECISIONS), with
-    its float32 weights assigned by `load(model)` (rounded to the variables' dtype: nearest
-    even for bfloat16). The one place a model gets a --precision: the export's, and the
-    prediction runs' --predict_precision (`Trainer.prediction_model`, extract_features).
-    int8 hooks in here, after `load` (its quantization needs the float32 weights)."""
-    with keras_policy(PRECISIONS[precision]):
-        model = build()
-    load(model)
-    return model
 
 
 def _first_argmax(values, axis=-1):
@@ -212,7 +189,7 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
         matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
         scale per output column and quantizes their inputs per row at run time
-        (bert_tf.serving.int8);
+        (bert_tf.training.int8);
         or "auto" (`resolve_precision`: what this CPU runs natively), recorded as the
         precision it chose.
     Returns:

@@ -29,7 +29,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.training import cpu_features
+from bert_tf.training import cpu_features, int8
 
 POLICIES = {"none": None, "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # What --mixed_precision accepts: a policy, or "auto" (resolve_mixed_precision chooses one).
@@ -141,8 +141,37 @@ def resolve_mixed_precision(name, strategy=None, device=None, cpu_info=None,
     return name
 
 
+# --precision -> the Keras dtype policy the model is built under. "bfloat16" (not
+# "mixed_bfloat16", which keeps float32 variables and casts them at every call): the Dense
+# layers of the encoder (attention query/key/value/output, intermediate, output, pooler) get
+# bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
+# kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
+# fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
+# float32. "int8": built in float32, then the encoder's Dense layers replaced by
+# bert_tf.training.int8's (int8 kernels with per-column scales, activations quantized per row).
+# "auto" is resolved to one of them first (`resolve_precision`, from the CPU's flags). A
+# prediction run (--predict_precision) takes PREDICT_PRECISIONS: int8 is built for exports only.
+PRECISIONS = {"float32": None, "bfloat16": "bfloat16", "int8": None}
+PREDICT_PRECISIONS = ("float32", "bfloat16")
+
+
+def build_at_precision(build, precision, load):
+    """The model `build()` makes at `precision` (a key of PRECISIONS): built under its dtype
+    policy, its float32 weights assigned by `load(model)` (rounded to the variables' dtype:
+    nearest even for bfloat16); for int8, the encoder's Dense layers (`model.bert`, or the
+    model itself when it is an encoder) then quantized (`bert_tf.training.int8`). The one
+    place a model gets a precision: the export's --precision and the prediction runs'
+    --predict_precision (`Trainer.prediction_model`, extract_features)."""
+    with keras_policy(PRECISIONS[precision]):
+        model = build()
+    load(model)
+    if precision == "int8":
+        int8.quantize_encoder(model, getattr(model, "bert", model))
+    return model
+
+
 # --precision=auto (export) and --predict_precision=auto (prediction runs): the precisions a
-# model can be built at (bert_tf.serving.export.PRECISIONS), fastest first, each with the
+# model can be built at (PRECISIONS), fastest first, each with the
 # cpu_features kind that makes it native on a CPU. float32 is the fallback, native everywhere.
 # int8 joins here when `--precision=int8` lands, first, with a kind for its integer dot-product
 # flags (avx512_vnni / avx_vnni / amx_int8: one more NATIVE_FLAGS entry in cpu_features).

@@ -37,7 +37,6 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import checkpoints
-from bert_tf.serving.export import PRECISIONS, build_at_precision
 from bert_tf.training import input_pipeline, metrics, padding, precision
 from bert_tf.training.input_pipeline import InputError, first_line
 from bert_tf.training.lamb import Lamb
@@ -99,7 +98,7 @@ class TrainerOptions:
     # order: fewer padded positions, but not the original's batches.
     group_by_length: bool = False
     # --predict_precision: the precision `predict` builds its model at (a key of
-    # bert_tf.serving.export.PRECISIONS, or "auto"); training and eval stay as they are.
+    # bert_tf.training.precision.PREDICT_PRECISIONS, or "auto"); training and eval stay as they are.
     predict_precision: str = "float32"
 
     _POSITIVE = ("train_batch_size", "eval_batch_size", "num_train_steps",
@@ -122,9 +121,9 @@ class TrainerOptions:
         if self.mixed_precision not in precision.POLICIES:
             problems.append(f"--mixed_precision={self.mixed_precision!r}: expected one of "
                             f"{', '.join(precision.POLICIES)}")
-        if self.predict_precision not in (*PRECISIONS, precision.AUTO):
+        if self.predict_precision not in (*precision.PREDICT_PRECISIONS, precision.AUTO):
             problems.append(f"--predict_precision={self.predict_precision!r}: expected one of "
-                            f"{', '.join((*PRECISIONS, precision.AUTO))}")
+                            f"{', '.join((*precision.PREDICT_PRECISIONS, precision.AUTO))}")
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"--optimizer={self.optimizer!r}: expected one of "
                             f"{', '.join(OPTIMIZERS)}")
@@ -772,7 +771,7 @@ class Trainer:
     def prediction_model(self):
         """The model `predict` runs at --predict_precision: `self.model` itself at float32
         (the original's numbers); else the task's model built at that precision by the
-        export's `build_at_precision` (bfloat16: the encoder's Dense weights stored and
+        `precision.build_at_precision` (bfloat16: the encoder's Dense weights stored and
         multiplied in bfloat16), once, holding `self.model`'s current weights (assigned again
         on every call, so a prediction after more training or a restore uses them)."""
         if self._predict_precision is None:
@@ -790,7 +789,7 @@ class Trainer:
 
         if self.predict_model is self.model:
             with self.strategy.scope():
-                self.predict_model = build_at_precision(
+                self.predict_model = precision.build_at_precision(
                     lambda: self.task.build_model(self.config), self._predict_precision,
                     assign_trained_weights)
             logging.info("Prediction: --predict_precision=%s (training and eval: the trained "
