@@ -189,5 +189,8 @@ def quantize_encoder(model, encoder):
 def variable_map(model):
     """The {original name: variable} table to save for `model`: `quantize_encoder`'s when it
     was quantized, else `original_variable_map(model)`."""
-    table = _QUANTIZED_TABLES.get(model)
+    try:
+        table = _QUANTIZED_TABLES.get(model)
+    except TypeError:  # not weakly referenceable, so never quantized (quantize_encoder keeps it)
+        table = None
     return table if table is not None else original_variable_map(model)
