@@ -219,11 +219,11 @@ def check_predict_precision(predict_precision, mixed_precision):
     """The concrete --predict_precision ("auto" resolved from the CPU's flags, logged);
     FeatureExtractionError for an unknown one, or for a 16-bit one with --mixed_precision
     (a model has one precision)."""
-    from bert_tf.training.precision import AUTO, PREDICT_PRECISIONS, resolve_precision
+    from bert_tf.training.precision import predict_precision_problem, resolve_precision
 
-    if predict_precision not in (*PREDICT_PRECISIONS, AUTO):
-        raise FeatureExtractionError(f"--predict_precision={predict_precision!r}: expected one "
-                                     f"of {', '.join((*PREDICT_PRECISIONS, AUTO))}")
+    problem = predict_precision_problem(predict_precision)
+    if problem:
+        raise FeatureExtractionError(problem)
     chosen = resolve_precision(predict_precision, "--predict_precision")
     if chosen != "float32" and mixed_precision != "none":
         raise FeatureExtractionError(

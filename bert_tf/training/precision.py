@@ -155,6 +155,15 @@ PRECISIONS = {"float32": None, "bfloat16": "bfloat16", "int8": None}
 PREDICT_PRECISIONS = ("float32", "bfloat16")
 
 
+def predict_precision_problem(name):
+    """None when `name` is a --predict_precision (PREDICT_PRECISIONS or auto), else the one
+    line saying what is expected."""
+    choices = (*PREDICT_PRECISIONS, AUTO)
+    if name in choices:
+        return None
+    return f"--predict_precision={name!r}: expected one of {', '.join(choices)}"
+
+
 def build_at_precision(build, precision, load):
     """The model `build()` makes at `precision` (a key of PRECISIONS): built under its dtype
     policy, its float32 weights assigned by `load(model)` (rounded to the variables' dtype:

@@ -121,9 +121,9 @@ class TrainerOptions:
         if self.mixed_precision not in precision.POLICIES:
             problems.append(f"--mixed_precision={self.mixed_precision!r}: expected one of "
                             f"{', '.join(precision.POLICIES)}")
-        if self.predict_precision not in (*precision.PREDICT_PRECISIONS, precision.AUTO):
-            problems.append(f"--predict_precision={self.predict_precision!r}: expected one of "
-                            f"{', '.join((*precision.PREDICT_PRECISIONS, precision.AUTO))}")
+        problem = precision.predict_precision_problem(self.predict_precision)
+        if problem:
+            problems.append(problem)
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"--optimizer={self.optimizer!r}: expected one of "
                             f"{', '.join(OPTIMIZERS)}")
