@@ -10,6 +10,7 @@ files refused in one line."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,10 @@ from bert_tf.albert import classifier_task
 from bert_tf.albert.classifier_task import (AlbertClassifierOptions, evaluate_checkpoints,
                                             run)
 from bert_tf.albert.config import AlbertConfig
+from bert_tf.checkpoints import load_original_checkpoint
+from bert_tf.training import precision
 from conftest import load_recorder
+from rounding_bounds import RoundingErrorBounds, assert_within_bounds
 from test_training_helpers import (REPO, assert_adam_steps_match, assert_steps_match, env,
                                    read_checkpoint)
 
@@ -408,12 +412,56 @@ def assert_one_line(proc, message):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # two prediction runs of a tiny model and a traced bound
+def test_predict_precision_bfloat16_within_rounding_bound_of_float32(outputs, tmp_path):
+    """--predict_precision=bfloat16 (the trainer's prediction model, as BERT's
+    run_classifier.py; tests/test_predict_precision.py): model.ckpt-best's test_results.tsv
+    within the bound derived from bfloat16's rounding of the float32 run's (the sensitivities
+    of the same checkpoint under mixed_bfloat16, whose arithmetic is the bfloat16 model's op
+    for op)."""
+    output_dir, _ = outputs("mrpc")
+    flags = expected("mrpc")["flags"]
+    config = AlbertConfig.from_json_file(MODEL / "albert_config.json")
+    results = {}
+    for name in ("float32", "bfloat16"):
+        copy = tmp_path / name  # the fixture's outputs stay as the other tests read them
+        shutil.copytree(output_dir, copy)
+        options = AlbertClassifierOptions(
+            data_dir=str(GLUE), task_name="mrpc", spm_model_file=str(SPM), output_dir=str(copy),
+            max_seq_length=flags["max_seq_length"],
+            predict_batch_size=flags["predict_batch_size"], shuffle_buffer_size=0,
+            classifier_dropout=0.0, predict_precision=name)
+        out = run(config, options, do_predict=True)
+        results[name] = np.loadtxt(out["test_results"], ndmin=2)
+    assert results["float32"].shape == results["bfloat16"].shape
+    assert np.any(results["bfloat16"] != results["float32"]), "bfloat16 equals float32"
+
+    task = classifier_task.AlbertClassificationTask("mrpc", ["0", "1"],
+                                                    flags["max_seq_length"], dropout_rate=0.0)
+    with precision.dtype_policy("bf16"):
+        mixed = task.build_model(config)
+    load_original_checkpoint(mixed, str(tmp_path / "bfloat16" / "model.ckpt-best"))
+    length = flags["max_seq_length"]
+    spec = {k: tf.io.FixedLenFeature([length], tf.int64)
+            for k in ("input_ids", "input_mask", "segment_ids")}
+    rows = [tf.io.parse_single_example(r, spec)
+            for r in tf.data.TFRecordDataset(str(tmp_path / "bfloat16" / "predict.tf_record"))]
+    features = {k: tf.cast(tf.stack([r[k] for r in rows]), tf.int32) for k in spec}
+    bound = RoundingErrorBounds(lambda x: mixed(x, training=False), "bfloat16")(
+        features, ("probabilities",))["probabilities"]
+    assert_within_bounds(results["bfloat16"], results["float32"], bound,
+                         "ALBERT run_classifier --predict_precision=bfloat16")
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--do_train", "--train_steps=3"], r"Unknown command line flag 'train_steps'"),
     (["--do_train", "--albert_hub_module_handle=https://tfhub.dev/google/albert_base/1"],
      r"^run_classifier.py: error: --albert_hub_module_handle: TF-Hub modules are not supported"),
     (["--do_train", "--export_dir=/tmp/x"],
      r"^run_classifier.py: error: --export_dir: not supported here"),
+    (["--do_predict", "--predict_precision=int8"],
+     r"^run_classifier.py: error: --predict_precision='int8': expected one of float32, "
+     r"bfloat16, auto$"),
 ])
 def test_flags_refused_by_name(tmp_path, extra, message):
     assert_one_line(run_command(tmp_path, *extra), message)

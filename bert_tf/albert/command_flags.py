@@ -63,6 +63,14 @@ def define_albert_flags(**help_texts):
     _set_help(help_texts)
 
 
+def define_predict_precision_flag():
+    """--predict_precision (bert_tf.flags'), for the commands whose --do_predict runs the
+    trainer's prediction (run_classifier, run_squad_v1, run_squad_v2; run_race's --do_predict
+    is an evaluation of the test set, at the trained model's precision, and has no such flag)."""
+    shared_flags.define_predict_precision_flag()
+    flags.declare_key_flag("predict_precision")
+
+
 def define_squad_flags(**help_texts):
     """`define_albert_flags()`'s and the flags run_squad_v1.py and run_squad_v2.py both define
     (the SQuAD files and feature files, lengths, do_predict, the schedule in epochs, n-best);
@@ -106,6 +114,7 @@ def define_squad_flags(**help_texts):
                          "one another.")
     flags.FLAGS.set_default("keep_checkpoint_max", 0)
     flags.declare_key_flag("keep_checkpoint_max")
+    define_predict_precision_flag()
     _set_help(help_texts)
 
 

@@ -35,6 +35,7 @@ command_flags.define_albert_flags(
         "one of the two newest)."))
 flags.declare_key_flag("optimizer")
 flags.declare_key_flag("keep_checkpoint_max")
+command_flags.define_predict_precision_flag()
 flags.DEFINE_string("data_dir", None,
                     "The input data dir (the GLUE root: <data_dir>/MRPC/train.tsv, ...).")
 flags.DEFINE_string("task_name", None, "The name of the task to train: cola, mnli, mismnli, "
