@@ -38,7 +38,7 @@ from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
-from bert_tf.training.int8 import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
+from bert_tf.layers.dense import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
 from bert_tf.training.precision import PRECISIONS, keras_policy  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")

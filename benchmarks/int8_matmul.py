@@ -42,7 +42,7 @@ from common import print_machine_header, print_table, timings_interleaved  # noq
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bert_tf.training.int8 import INT8_MAX, quantize_kernel, quantize_rows  # noqa: E402
+from bert_tf.layers.dense import INT8_MAX, quantize_kernel, quantize_rows  # noqa: E402
 
 HIDDEN, INTERMEDIATE, ROWS = 768, 3072, 16
 

@@ -175,7 +175,7 @@ def build_at_precision(build, precision, load):
         model = build()
     load(model)
     if precision == "int8":
-        int8.quantize_encoder(model, getattr(model, "bert", model))
+        int8.quantize_encoder(getattr(model, "bert", model))
     return model
 
 
