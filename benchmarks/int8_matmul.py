@@ -8,9 +8,9 @@ shapes of a batch-1 BERT-Base request: the feed-forward pair [16, 768] x [768, 3
 beyond the caches, as a request reads them: benchmarks/request_floor.py) are chained in one
 tf.function, h -> h @ up -> @ down -> the next pair; the kernels are tf.Variables (read as the
 export reads them, so no cast of a kernel is folded away). Between matmuls the activations are
-float32, and every int8 path quantizes them per row (`bert_tf.training.int8.quantize_rows`) and
-rescales its products to float32, as `Int8Dense` must. The paths, called in turns
-(`common.timings_interleaved`):
+float32, and every int8 path quantizes them per row (`bert_tf.layers.dense.quantize_rows`) and
+rescales its products to float32, as an int8 `Dense` must (bert_tf/layers/dense.py). The paths,
+called in turns (`common.timings_interleaved`):
 
   float32, bfloat16       tf.matmul of float32 / bfloat16 kernels (bfloat16: the activations cast)
   int8 -> float32         the int8 kernel and rows cast to float32, one float32 matmul (the
@@ -20,6 +20,8 @@ rescales its products to float32, as `Int8Dense` must. The paths, called in turn
   oneDNN QuantizedMatMulWithBiasAndDequantize   quint8 rows (x8 + 128, MIN_FIRST: oneDNN
                           subtracts 128 * column sums of W8) x qint8 kernel -> float32
   oneDNN QuantizedMatMulWithBias   the same -> qint32, cast to float32
+  oneDNN ..., kernel a graph constant   the first with tf.constant kernels (oneDNN caches
+                          their reordered layout; not how an export holds its weights)
   UniformQuantizedDotHybrid   float32 rows x qint8 kernel with per-column scales
   weight-only int8 -> bf16    the int8 kernel cast to bfloat16 (exact: 8 significant bits),
                           rows cast to bfloat16, one bfloat16 matmul, times the column scale
@@ -96,6 +98,13 @@ def onednn_dequantize(h, k):
     return products * s * k["scale"]
 
 
+def onednn_dequantize_constant(h, k):
+    """As `onednn_dequantize` with the kernel a constant of the graph (not a variable): oneDNN
+    then reorders it to its own layout once and keeps it (not the export's format: its weights
+    are variables)."""
+    return onednn_dequantize(h, {**k, "int8": tf.constant(k["int8_numpy"])})
+
+
 def onednn_qint32(h, k):
     xq, s = _rows_quint8(h)
     units = k["int8"].shape[1]
@@ -139,6 +148,7 @@ PATHS = {
     "int8 x int8 -> int32 tf.matmul": (int8_int32, False),
     "oneDNN QuantizedMatMulWithBiasAndDequantize": (onednn_dequantize, False),
     "oneDNN QuantizedMatMulWithBias (qint32)": (onednn_qint32, False),
+    "oneDNN ...AndDequantize, kernel a graph constant": (onednn_dequantize_constant, False),
     "UniformQuantizedDotHybrid": (uniform_hybrid, False),
     "weight-only int8 -> bfloat16": (weight_only_bf16, False),
     "int8 x int8 -> int32 (XLA per matmul)": (int8_int32_per_matmul_xla, False),
@@ -165,7 +175,7 @@ def make_kernels(pairs, seed=0):
             w = (rng.standard_normal(shape) * 0.02).astype(np.float32)
             w8, scale = quantize_kernel(w)
             pair.append({"float32": tf.Variable(w), "bfloat16": tf.Variable(w, dtype=tf.bfloat16),
-                         "int8": tf.Variable(w8), "scale": tf.Variable(scale)})
+                         "int8": tf.Variable(w8), "scale": tf.Variable(scale), "int8_numpy": w8})
         kernels.append(tuple(pair))
     return kernels
 
