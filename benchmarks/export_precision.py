@@ -10,10 +10,10 @@ that the load of the shared cores falls on both alike) with the same string, who
 [CLS] and [SEP] are 12 (the export runs it at 16 positions). Also timed in the same turns, as
 `request_floor.py` does: the encoder's 72 dense matmuls alone at 16 rows, with kernels of each
 dtype (the floor of the request in TensorFlow's matmul kernels); for int8 the export's own
-arithmetic (`bert_tf.training.int8.int8_matmul`: rows quantized, integer products summed in
-float32) and, for comparison, TensorFlow's int8 x int8 -> int32 matmul (`tf.matmul(...,
+arithmetic (`bert_tf.layers.dense.int8_matmul`: rows quantized, XLA's int8 x int8 -> int32 dot,
+rescaled) and, for comparison, TensorFlow's own int8 x int8 -> int32 matmul (`tf.matmul(...,
 output_type=tf.int32)`, what Keras 3's `Dense.quantize("int8")` runs) on the same quantized
-rows. Also printed: the largest |difference| of each export's probabilities from float32's on
+rows (every int8 path: benchmarks/int8_matmul.py). Also printed: the largest |difference| of each export's probabilities from float32's on
 that request.
 """
 
@@ -38,7 +38,7 @@ from bert_tf.checkpoints import save_original_checkpoint  # noqa: E402
 from bert_tf.layers.heads import ClassifierHead  # noqa: E402
 from bert_tf.models import BertTaskModel  # noqa: E402
 from bert_tf.serving import export  # noqa: E402
-from bert_tf.training.int8 import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
+from bert_tf.layers.dense import int8_matmul, quantize_kernel, quantize_rows  # noqa: E402
 from bert_tf.training.precision import PRECISIONS, keras_policy  # noqa: E402
 
 VOCAB_FILE = os.path.join(os.path.dirname(REPO), "shared", "data", "uncased_vocab.txt")

@@ -51,9 +51,9 @@ LayerNorm, softmax and the heads stay float32, and so do the outputs and the sig
 (bfloat16 where its flags show AVX512_BF16 or AMX-BF16, else float32), says so in the log
 and records the choice in bert_tf_export.json. `--precision=int8` stores the encoder's Dense kernels as int8
 with a float32 scale per output column (`.../kernel/int8`, `.../kernel/scale`) and quantizes
-their inputs per row (token) at run time; the integer products are summed in float32, since
-TensorFlow's int8 matmuls are slower than float32's on CPU (bert_tf/training/int8.py): it saves
-memory, not time.
+their inputs per row (token) at run time; the integer products are XLA's int8 dot (the only
+int8 path faster than float32 on the CPU measured, bert_tf/training/int8.py; not faster than
+bfloat16), so a TensorFlow Serving server needs `--xla_cpu_compilation_enabled=true` for it.
 
 The export directory also holds `bert_tf_export.json` ({"task", "labels", "max_seq_length",
 "precision", ...}) for `bert_tf.predict`.
@@ -88,7 +88,10 @@ def _define_flags():
                       "BERT-Base's variables 438 -> 267 MB; outputs within bfloat16 rounding of "
                       "float32's: docs/serving.md) or int8 (the encoder's Dense kernels stored as "
                       "int8 with a float32 scale per output column, their inputs quantized per "
-                      "token at run time; less memory, not faster: docs/serving.md). auto: the "
+                      "token at run time, the products in XLA's int8 dot; BERT-Base's "
+                      "variables 438 -> 182 MB; at batch 1 faster than float32, not than "
+                      "bfloat16; TF Serving needs --xla_cpu_compilation_enabled=true: "
+                      "docs/serving.md). auto: the "
                       "fastest this CPU runs natively, bfloat16 with AVX512_BF16 or AMX-BF16 in "
                       "its flags, else float32 (the log names the flags; bert_tf_export.json "
                       "records the choice).")

@@ -24,8 +24,9 @@ from the quantization, not tuned. For each Dense layer the int8 export computes
     (|E[i, j]| <= scale[j] / 2);
   a, the activation quantization error, is not: |a[r, k]| <= s_r / 2 with s_r = max_k |x[r, k]|
     / 127 the row's scale.
-The integer products are summed exactly in float32 (|sum| < 2**24 in this tiny model: 48 or 192
-inputs) and every other op is the float32 export's (roundings of ~2**-24 relative, negligible).
+The integer products are summed exactly (int32), their sums exact in float32 too in this tiny
+model (|sum| < 2**24: 48 or 192 inputs), and every other op is the float32 export's (roundings
+of ~2**-24 relative, negligible).
 To first order an output y moves by
   dy = sum over Dense layers (dy/dW . E) + sum over Dense layers (dy/dx . a):
 the first sum (the weights' shift) is computed exactly; the second is a sum of independent
@@ -58,7 +59,7 @@ from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map
 from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export
-from bert_tf.training.int8 import INT8_MAX, quantize_kernel
+from bert_tf.layers.dense import INT8_MAX, quantize_kernel
 from bert_tf.training.precision import PRECISIONS, dtype_policy
 from conftest import golden_path
 from rounding_bounds import CONFIDENCE, RoundingErrorBounds, assert_within_bounds
@@ -464,25 +465,29 @@ def test_albert_int8_export_quantizes_every_encoder_kernel(tmp_path):
 
 
 def test_int8_dense_equals_a_float64_emulation_of_its_arithmetic():
-    """`Int8Dense` (keras Dense -> int8 kernel) on rows of very different sizes against NumPy
-    in float64: scale = max|w| / 127 per column, each row quantized with its own s = max|x_row|
-    / 127 and rounded to nearest, y = (x8 @ W8) s scale + b. The integer sums are exact in
-    float32 (48 products of at most 127**2); what is left is float32's rounding of s, x / s
-    (emulated in float32, so the same integers), and of the two products and the bias
-    addition: at most 3 roundings of 2**-24 relative to |x8 @ W8| s scale + |b|. (The bound
+    """bert_tf's `Dense` quantized in place (`quantize("int8")`) on rows of very different
+    sizes against NumPy in float64: scale = max|w| / 127 per column, each row quantized with
+    its own s = max|x_row| / 127 and rounded to nearest, y = (x8 @ W8) s scale + b. The
+    integer sums are exact (int32), and so is their cast to float32 (48 products of at most
+    127**2 < 2**24); what is left is float32's rounding of s, x / s (emulated in float32, so
+    the same integers), and of the two products and the bias addition: at most 3 roundings of
+    2**-24 relative to |x8 @ W8| s scale + |b|. (The bound
     tests above are loose by nature -- 6 sigma over thousands of errors -- and do not see a
     per-tensor scale or a floor for a round; this does.)"""
-    from bert_tf.training.int8 import Int8Dense
+    from bert_tf.layers.dense import Dense
 
     rng = np.random.default_rng(3)
-    dense = keras.layers.Dense(24)
+    dense = Dense(24)
     dense.build((None, 48))
     kernel = rng.normal(size=(48, 24)).astype(np.float32) * np.logspace(-2, 1, 24,
                                                                          dtype=np.float32)
     bias = rng.normal(size=24).astype(np.float32)
     dense.set_weights([kernel, bias])
     x = (rng.normal(size=(2, 5, 48)) * np.logspace(-3, 2, 5)[:, None]).astype(np.float32)
-    got = Int8Dense.from_dense(dense)(tf.constant(x)).numpy().astype(np.float64)
+    dense.quantize("int8")
+    assert dense.kernel is None and [v.dtype for v in dense.weights] == ["float32", "int8",
+                                                                         "float32"]
+    got = dense(tf.constant(x)).numpy().astype(np.float64)
 
     w8, scale = quantize_kernel(kernel)
     s = (np.abs(x).max(axis=-1, keepdims=True) / np.float32(INT8_MAX)).astype(np.float32)

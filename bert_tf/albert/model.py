@@ -6,6 +6,7 @@ import keras
 from bert_tf.albert.config import AlbertConfig
 from bert_tf.bert.model import BertModel
 from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
+from bert_tf.layers.dense import Dense
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.transformer import TransformerBlock
 
@@ -28,7 +29,7 @@ class AlbertTransformer(keras.layers.Layer):
         self.config = config
         self.embedding_hidden_mapping_in = None
         if config.embedding_size != config.hidden_size:
-            self.embedding_hidden_mapping_in = keras.layers.Dense(
+            self.embedding_hidden_mapping_in = Dense(
                 config.hidden_size, kernel_initializer=truncated_normal(config.initializer_range),
                 name="embedding_hidden_mapping_in")
         self.groups = {

@@ -4,6 +4,7 @@ import keras
 
 from bert_tf import families
 from bert_tf.layers.checkpoint_names import dense_variables
+from bert_tf.layers.dense import Dense
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.inputs import ENCODER_INPUTS, check_inputs
 from bert_tf.layers.pooler import Pooler
@@ -78,7 +79,7 @@ class BertModel(keras.Model):
         otherwise): `embeddings_project`, Glorot-uniform initialised (ELECTRA's)."""
         if config.embedding_size == config.hidden_size:
             return None
-        return keras.layers.Dense(config.hidden_size, kernel_initializer="glorot_uniform",
+        return Dense(config.hidden_size, kernel_initializer="glorot_uniform",
                                   name="embeddings_project")
 
     def _transformer(self, config):

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.checkpoint_names import dense_variables
+from bert_tf.layers.dense import Dense
 from bert_tf.layers.initializers import truncated_normal
 
 # Added to the scores of padded keys: the original's constant, which makes their softmax weight
@@ -52,7 +53,7 @@ class SelfAttention(keras.layers.Layer):
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
         self.query, self.key, self.value = (
-            keras.layers.Dense(
+            Dense(
                 hidden_size, kernel_initializer=truncated_normal(initializer_range), name=name)
             for name in ("query", "key", "value")
         )

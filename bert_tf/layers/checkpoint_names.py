@@ -5,7 +5,12 @@ named them."""
 
 
 def dense_variables(scope, dense):
-    """{`scope/kernel`: [in, out], `scope/bias`: [out]} of a keras Dense."""
+    """{`scope/kernel`: [in, out], `scope/bias`: [out]} of a keras Dense; of a bert_tf Dense
+    quantized to int8 (bert_tf/layers/dense.py), {`scope/kernel/int8`: [in, out] int8,
+    `scope/kernel/scale`: [out], `scope/bias`: [out]}."""
+    if getattr(dense, "quantized", False):
+        return {f"{scope}/kernel/int8": dense.kernel_int8,
+                f"{scope}/kernel/scale": dense.kernel_scale, f"{scope}/bias": dense.bias}
     return {f"{scope}/kernel": dense.kernel, f"{scope}/bias": dense.bias}
 
 

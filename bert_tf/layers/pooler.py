@@ -3,6 +3,7 @@
 import keras
 
 from bert_tf.layers.checkpoint_names import dense_variables
+from bert_tf.layers.dense import Dense
 from bert_tf.layers.initializers import truncated_normal
 
 
@@ -13,7 +14,7 @@ class Pooler(keras.layers.Layer):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.dense = Dense(
             hidden_size, activation="tanh",
             kernel_initializer=truncated_normal(initializer_range), name="dense",
         )

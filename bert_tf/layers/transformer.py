@@ -6,6 +6,7 @@ import tensorflow as tf
 from bert_tf.layers.activations import get_activation
 from bert_tf.layers.attention import SelfAttention
 from bert_tf.layers.checkpoint_names import dense_variables, layer_norm_variables
+from bert_tf.layers.dense import Dense
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.layer_norm import LAYER_NORM_EPSILON, layer_norm
 
@@ -47,16 +48,16 @@ class TransformerBlock(keras.layers.Layer):
             hidden_size, num_attention_heads, attention_probs_dropout_prob, initializer_range,
             name="self_attention",
         )
-        self.attention_output = keras.layers.Dense(
+        self.attention_output = Dense(
             hidden_size, kernel_initializer=truncated_normal(initializer_range),
             name="attention_output"
         )
         self.attention_layer_norm = layer_norm("attention_layer_norm", layer_norm_eps)
-        self.intermediate = keras.layers.Dense(
+        self.intermediate = Dense(
             intermediate_size, kernel_initializer=truncated_normal(initializer_range),
             name="intermediate"
         )
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = Dense(
             hidden_size, kernel_initializer=truncated_normal(initializer_range), name="output"
         )
         self.output_layer_norm = layer_norm("output_layer_norm", layer_norm_eps)

@@ -15,14 +15,13 @@ import os
 import tensorflow as tf
 
 from bert_tf import families, files
-from bert_tf.checkpoints import load_original_checkpoint
+from bert_tf.checkpoints import load_original_checkpoint, original_variable_map
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.feature_extraction import parse_layer_indexes
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
-from bert_tf.training.int8 import variable_map
 from bert_tf.training.precision import PRECISIONS, build_at_precision, resolve_precision
 from bert_tf.training.task_file import load_task_file, task_file_path
 
@@ -303,7 +302,7 @@ def saved_weights(model):
     Keras model, whose variables would serialize the same values a second time.
     """
     nested = {}
-    for name, variable in variable_map(model).items():
+    for name, variable in original_variable_map(model).items():
         *scopes, leaf = name.split("/")
         node = nested
         for scope in scopes:
