@@ -63,7 +63,7 @@ from bert_tf import families
 from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map,
                                  save_original_checkpoint)
-from bert_tf.layers.heads import ClassifierHead
+from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export
 from bert_tf.training.int8 import INT8_MAX, quantize_kernel
@@ -71,7 +71,7 @@ from bert_tf.training.precision import PRECISIONS, dtype_policy
 from conftest import golden_path
 from rounding_bounds import CONFIDENCE, RoundingErrorBounds, assert_within_bounds
 
-pytestmark = pytest.mark.slow  # six exports saved (~30 s), four bounds traced
+pytestmark = pytest.mark.slow  # six exports saved (~30 s), 12 more built, ten bounds traced
 MAX_SEQ_LENGTH = 64  # one-by-one requests run at 16 positions, the batch at 48
 LABELS = ["neg", "pos", "mixed"]
 TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " * 40,
@@ -267,6 +267,134 @@ def test_unknown_precision_is_a_clear_error(setup):
         export.build_export("classifier", config, checkpoint,
                             str(golden_path("model") / "vocab.txt"), labels=LABELS,
                             precision="int4")
+
+
+# --- bfloat16 in every family and task ----------------------------------------------------
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+# Tiny configs of each family, with an embedding width E != H where the family has one.
+_TINY = dict(hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+             type_vocab_size=2, initializer_range=0.2)
+FAMILY_CONFIGS = {
+    "bert": dict(vocab_size=509, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, max_position_embeddings=64),
+    "albert": dict(model_type="albert", vocab_size=2000, embedding_size=8, hidden_size=16,
+                   num_hidden_layers=2, num_hidden_groups=1, inner_group_num=2,
+                   num_attention_heads=2, intermediate_size=32, max_position_embeddings=64),
+    "electra": dict(model_type="electra", vocab_size=509, embedding_size=8, hidden_size=16,
+                    num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                    hidden_act="gelu_exact", max_position_embeddings=64),
+    "roberta": dict(model_type="roberta", vocab_size=1036, hidden_size=16, num_hidden_layers=2,
+                    num_attention_heads=2, intermediate_size=32, hidden_act="gelu_exact",
+                    max_position_embeddings=34, type_vocab_size=1, pad_token_id=1),
+    "xlm_roberta": dict(model_type="xlm-roberta", vocab_size=602, hidden_size=16,
+                        num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                        hidden_act="gelu_exact", max_position_embeddings=34, type_vocab_size=1,
+                        pad_token_id=1),
+}
+
+
+def _family_files(family):
+    """(--vocab_file, tokenizer_files, do_lower_case) of the family's test tokenizer."""
+    if family in ("bert", "electra"):
+        return str(golden_path("model") / "vocab.txt"), None, True
+    if family == "albert":
+        return os.path.join(DATA, "albert_spm", "albert.model"), None, True
+    if family == "roberta":
+        folder = os.path.join(DATA, "roberta_tokenizer")
+        return (os.path.join(folder, "vocab.json"),
+                {"merges_file": os.path.join(folder, "merges.txt")}, False)
+    return os.path.join(DATA, "xlm_roberta", "sentencepiece.bpe.model"), None, False
+
+
+# What each task's model gives that its signature's answers come from, at the first 4 positions
+# (a bound is traced per element).
+TASK_OUTPUTS = {
+    "classifier": lambda out: {"y": out["probabilities"]},
+    "tagging": lambda out: {"y": out["logits"][:, :4]},
+    "squad": lambda out: {"y": tf.stack([out["start_logits"][:, :4],
+                                         out["end_logits"][:, :4]])},
+    "features": lambda out: {"y": out["all_encoder_layers"][-1][:, :4]},
+}
+# Every family once, every task at least once besides BERT's classifier and features above
+# (XLM-R has no SQuAD export: its graph tokenizer has no offsets).
+FAMILY_TASKS = [("bert", "tagging"), ("bert", "squad"), ("albert", "classifier"),
+                ("electra", "features"), ("roberta", "squad"), ("xlm_roberta", "tagging")]
+
+
+def _named_weights(nested, prefix=""):
+    """{original name: tf.Variable} of `export.saved_weights`' nesting."""
+    names = {}
+    for key, value in nested.items():
+        if isinstance(value, dict):
+            names.update(_named_weights(value, f"{prefix}{key}/"))
+        else:
+            names[f"{prefix}{key}"] = value
+    return names
+
+
+@pytest.mark.parametrize("family, task", FAMILY_TASKS, ids=[f"{f}-{t}" for f, t in FAMILY_TASKS])
+def test_bfloat16_export_of_every_family_and_task(family, task, tmp_path):
+    """A bfloat16 export of each family (random tiny weights and head) stores its embedding
+    tables as bfloat16, the checkpoint's values rounded to nearest even, and no other
+    embedding weight in bfloat16; its model's outputs for the task are within the derived
+    bound (module docstring, tables included) of the float32 export's; its signature gives
+    what the float32 export's does (names, dtypes)."""
+    config = families.config_from_dict({**_TINY, **FAMILY_CONFIGS[family]})
+    vocab_file, tokenizer_files, lower = _family_files(family)
+    hidden = config.hidden_size
+
+    def build():
+        if task == "features":
+            return families.build_encoder(config, name="bert")
+        head = {"classifier": lambda: ClassifierHead(len(LABELS), hidden),
+                "tagging": lambda: TokenClassifierHead(len(LABELS), hidden),
+                "squad": lambda: SpanHead(hidden)}[task]()
+        return BertTaskModel(config, head)
+
+    tf.keras.utils.set_random_seed(7)
+    prefix = save_original_checkpoint(build(), tmp_path / "ckpt" / "model.ckpt")
+    modules = {precision: export.build_export(
+        task, config, prefix, vocab_file, lower, max_seq_length=32, labels=LABELS,
+        layers="-1", max_query_length=8, doc_stride=8, tokenizer_files=tokenizer_files,
+        precision=precision)[0]
+        for precision in ("float32", "bfloat16")}
+
+    original = tf.train.load_checkpoint(prefix)
+    stored = _named_weights(export.saved_weights(modules["bfloat16"].model))
+    tables = [n for n in stored if n.split("/")[-1] in BF16_TABLES]
+    assert len(tables) == len(BF16_TABLES), sorted(stored)
+    for name, variable in stored.items():
+        scopes = name.split("/")
+        if name in tables:
+            assert variable.dtype == tf.bfloat16, name
+            np.testing.assert_array_equal(variable.numpy().astype(np.float32),
+                                          _round_to_nearest_even(original.get_tensor(name)),
+                                          err_msg=name)
+        elif "embeddings" in scopes and "LayerNorm" in scopes:
+            assert variable.dtype == tf.float32, name
+
+    features = modules["bfloat16"].inputs.pairs(
+        tf.constant(TEXTS_A), tf.constant(TEXTS_B))
+    features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    outputs = TASK_OUTPUTS[task]
+    got, want = (outputs(modules[p].model(features, training=False))["y"].numpy()
+                 for p in ("bfloat16", "float32"))
+    with dtype_policy("bf16"):
+        mixed = build()
+    load_original_checkpoint(mixed, prefix)
+    encoder = mixed if task == "features" else mixed.bert
+    bound = RoundingErrorBounds(lambda x: outputs(mixed(x, training=False)), "bfloat16",
+                                encoder.embeddings.tables)(features, ("y",))["y"]
+    worst = assert_within_bounds(got, want, bound, f"{family} {task} bfloat16")
+    assert np.any(got != want), "bfloat16 outputs equal float32's: not bfloat16?"
+
+    texts = {"tagging": (TEXTS_A,), "squad": (TEXTS_B, TEXTS_A)}.get(task, (TEXTS_A, TEXTS_B))
+    answers = {p: modules[p].signatures()["serving_default"](*map(tf.constant, texts))
+               for p in modules}
+    assert ({k: v.dtype for k, v in answers["bfloat16"].items()}
+            == {k: v.dtype for k, v in answers["float32"].items()})
+    print(f"{family} {task}: worst |bf16 - float32| / bound {worst:.3f}")
 
 
 # --- int8 ----------------------------------------------------------------------------------
