@@ -185,9 +185,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
       tokenizer_files: the tokenizer file flags beside vocab_file ({"merges_file": ...};
         `families.make_tokenizer`).
-      precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights in
-        bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
-        matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
+      precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights and
+        embedding tables in bfloat16 (the checkpoint's float32 values rounded to nearest even)
+        and runs the Dense matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
         scale per output column and quantizes their inputs per row at run time
         (bert_tf.training.int8);
         or "auto" (`resolve_precision`: what this CPU runs natively), recorded as the
