@@ -63,7 +63,7 @@ from bert_tf import families
 from bert_tf.bert.config import BertConfig
 from bert_tf.checkpoints import (load_original_checkpoint, original_variable_map,
                                  save_original_checkpoint)
-from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
+from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export
 from bert_tf.training.int8 import INT8_MAX, quantize_kernel
@@ -342,18 +342,9 @@ def test_bfloat16_export_of_every_family_and_task(family, task, tmp_path):
     what the float32 export's does (names, dtypes)."""
     config = families.config_from_dict({**_TINY, **FAMILY_CONFIGS[family]})
     vocab_file, tokenizer_files, lower = _family_files(family)
-    hidden = config.hidden_size
-
-    def build():
-        if task == "features":
-            return families.build_encoder(config, name="bert")
-        head = {"classifier": lambda: ClassifierHead(len(LABELS), hidden),
-                "tagging": lambda: TokenClassifierHead(len(LABELS), hidden),
-                "squad": lambda: SpanHead(hidden)}[task]()
-        return BertTaskModel(config, head)
-
     tf.keras.utils.set_random_seed(7)
-    prefix = save_original_checkpoint(build(), tmp_path / "ckpt" / "model.ckpt")
+    prefix = save_original_checkpoint(export.task_model(task, config, LABELS),
+                                      tmp_path / "ckpt" / "model.ckpt")
     modules = {precision: export.build_export(
         task, config, prefix, vocab_file, lower, max_seq_length=32, labels=LABELS,
         layers="-1", max_query_length=8, doc_stride=8, tokenizer_files=tokenizer_files,
@@ -381,7 +372,7 @@ def test_bfloat16_export_of_every_family_and_task(family, task, tmp_path):
     got, want = (outputs(modules[p].model(features, training=False))["y"].numpy()
                  for p in ("bfloat16", "float32"))
     with dtype_policy("bf16"):
-        mixed = build()
+        mixed = export.task_model(task, config, LABELS)
     load_original_checkpoint(mixed, prefix)
     encoder = mixed if task == "features" else mixed.bert
     bound = RoundingErrorBounds(lambda x: outputs(mixed(x, training=False)), "bfloat16",
