@@ -1,7 +1,7 @@
 """A BERT-Base-shaped classifier export in float32, bfloat16 and int8 (`--precision`): the bytes
 of its variables and the latency of a 12-piece request at batch 1.
 
-  python3 benchmarks/export_precision.py [--rounds 200]
+  python3 benchmarks/export_precision.py [--rounds 200] [--sizes_only]
 
 Random weights (a classifier head of 2 labels) saved as a checkpoint, the real 30,522-entry
 uncased vocab from ../shared/data; both exports are built from the same checkpoint, loaded in
@@ -13,8 +13,9 @@ dtype (the floor of the request in TensorFlow's matmul kernels); for int8 the ex
 arithmetic (`bert_tf.layers.dense.int8_matmul`: rows quantized, XLA's int8 x int8 -> int32 dot,
 rescaled) and, for comparison, TensorFlow's own int8 x int8 -> int32 matmul (`tf.matmul(...,
 output_type=tf.int32)`, what Keras 3's `Dense.quantize("int8")` runs) on the same quantized
-rows (every int8 path: benchmarks/int8_matmul.py). Also printed: the largest |difference| of each export's probabilities from float32's on
-that request.
+rows (every int8 path: benchmarks/int8_matmul.py). Also printed: the largest |difference| of each
+export's probabilities from float32's on that request. `--sizes_only`: the exports' sizes and
+differences, nothing timed.
 """
 
 import argparse
@@ -62,6 +63,9 @@ def int32_matmul(h, kernel):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200, help="timed calls of each export")
+    parser.add_argument("--sizes_only", action="store_true",
+                        help="print the variables' sizes and the probabilities' differences "
+                             "only (no timing)")
     args = parser.parse_args()
     if not os.path.exists(VOCAB_FILE):
         raise SystemExit(f"{VOCAB_FILE} is absent (../shared/data comes with the project)")
@@ -86,6 +90,15 @@ def main():
         text_a, text_b = tf.constant([REQUEST]), tf.constant([""])
         outputs = {p: s(text_a=text_a, text_b=text_b)["probabilities"].numpy()
                    for p, s in serves.items()}
+        if args.sizes_only:
+            differences = ", ".join(
+                f"{p} {np.abs(outputs[p] - outputs['float32']).max():.2g}"
+                for p in PRECISIONS if p != "float32")
+            print(f"BERT-Base-shaped classifier, a {pieces}-piece request at batch 1; largest "
+                  f"|probability - float32's|: {differences}")
+            print_table(["precision", "variables bytes", "variables MB"],
+                        [[p, f"{sizes[p]:,}", f"{sizes[p] / 1e6:.1f}"] for p in PRECISIONS])
+            return
         calls = {p: (lambda s=s: s(text_a=text_a, text_b=text_b)["probabilities"].numpy())
                  for p, s in serves.items()}
         for precision, policy in PRECISIONS.items():

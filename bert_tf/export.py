@@ -44,9 +44,10 @@ A batch runs at its longest sequence (window) rounded up to a multiple of 16 pos
 max_seq_length (`--dynamic_padding=false` keeps max_seq_length and static shapes, e.g. for
 XLA or TPU serving); answers do not depend on the other requests of a batch.
 
-`--precision=bfloat16` stores the encoder's Dense kernels and biases in bfloat16 (the
-checkpoint's float32 rounded to nearest even) and runs those matmuls in bfloat16; embeddings,
-LayerNorm, softmax and the heads stay float32, and so do the outputs and the signatures
+`--precision=bfloat16` stores the encoder's Dense kernels and biases and the embedding tables
+in bfloat16 (the checkpoint's float32 rounded to nearest even) and runs those matmuls in
+bfloat16; the embeddings' sum (of rows widened to float32), LayerNorm, softmax and the heads
+stay float32, and so do the outputs and the signatures
 (docs/serving.md, "Precision"). `auto` picks the fastest precision this CPU runs natively
 (bfloat16 where its flags show AVX512_BF16 or AMX-BF16, else float32), says so in the log
 and records the choice in bert_tf_export.json. `--precision=int8` stores the encoder's Dense kernels as int8
@@ -84,8 +85,9 @@ def _define_flags():
     flags.DEFINE_enum("precision", "float32", [*PRECISIONS, AUTO],
                       "Weights and matmuls of the encoder: float32 (the original's numbers), "
                       "bfloat16 (the encoder's Dense kernels/biases stored and multiplied in "
-                      "bfloat16; embeddings, LayerNorm, softmax and the outputs float32; "
-                      "BERT-Base's variables 438 -> 267 MB; outputs within bfloat16 rounding of "
+                      "bfloat16, the embedding tables stored in bfloat16; the embeddings' sum, "
+                      "LayerNorm, softmax and the outputs float32; BERT-Base's variables 438 "
+                      "-> 219 MB; outputs within bfloat16 rounding of "
                       "float32's: docs/serving.md) or int8 (the encoder's Dense kernels stored as "
                       "int8 with a float32 scale per output column, their inputs quantized per "
                       "token at run time, the products in XLA's int8 dot; BERT-Base's "

@@ -62,7 +62,8 @@ def tokenizer_settings(FLAGS, config):  # noqa: N803 (absl's name)
 PREDICT_PRECISION_HELP = (
     "Precision of the model that predicts (--do_predict; extract_features.py's model pass); "
     "training and eval are unchanged: float32 (the original's numbers), bfloat16 (the encoder's Dense weights "
-    "rounded to bfloat16 and multiplied in bfloat16, the rest float32, as `python -m "
+    "rounded to bfloat16 and multiplied in bfloat16, the embedding tables rounded to bfloat16, "
+    "the rest float32, as `python -m "
     "bert_tf.export --precision=bfloat16`; outputs within bfloat16 rounding of float32's, "
     "docs/serving.md) or auto (bfloat16 where the CPU's flags show AVX512_BF16 or AMX-BF16, "
     "else float32; the log says which).")

@@ -32,6 +32,17 @@ of every op that produces a 16-bit tensor, except ops that only move values (res
 transpose, ...). Kernels that fuse ops (oneDNN's matmul + bias + activation) round less often
 than the graph shows, so the bound only gets safer there. c is computed with the gradients of
 that graph (themselves 16-bit, a few u off: irrelevant for a bound).
+
+Weights stored rounded. A computation whose weights are stored in 16 bits (a bfloat16 export)
+is bounded through a stand-in graph of the same arithmetic that holds them in float32 and
+rounds them with a Cast op (mixed_bfloat16: each Dense kernel is cast at every call, so its
+rounding is a rounded tensor of the graph as above). A weight the stand-in reads in float32
+without any such Cast (the embedding tables, which no policy autocasts) is named in
+`rounded_variables`: its elements t_i are rounded once (t_i d_i, |d_i| <= u, one error per
+element however many tokens gather that row), which adds sum_i (dy/dt_i * t_i)**2 to c**2, with
+dy/dt_i the gradient of y with respect to the variable in the stand-in graph (a gather's
+IndexedSlices summed over the rows read more than once, so a row shared by several tokens or
+examples is one error, counted once).
 """
 
 import numpy as np
@@ -70,11 +81,15 @@ class RoundingErrorBounds:
         for all scalars) and input shape, so calls after new weights are assigned to the same
         model reuse the traces.
       dtype: "bfloat16" or "float16", the policy's compute dtype.
+      rounded_variables: variables that `compute` reads in float32 without a Cast and the
+        bounded computation stores rounded to `dtype` (module docstring: the embedding tables
+        of a bfloat16 export); Keras variables or tf.Variables.
     """
 
-    def __init__(self, compute, dtype):
+    def __init__(self, compute, dtype, rounded_variables=()):
         self.compute = compute
         self.dtype = dtype
+        self.rounded_variables = tuple(getattr(v, "value", v) for v in rounded_variables)
         self._sensitivities = {}
 
     def _sensitivity(self, names):
@@ -84,12 +99,16 @@ class RoundingErrorBounds:
             def sensitivity(x, element):
                 outputs = self.compute(x)
                 points = _rounded_tensors(tf.compat.v1.get_default_graph(), self.dtype)
+                variables = list(self.rounded_variables)
                 norms = []
                 for name in names:
                     y = tf.gather(tf.reshape(tf.cast(outputs[name], tf.float32), [-1]), element)
-                    # g * t in float32: it can leave float16's range.
-                    terms = [tf.square(tf.cast(g, tf.float32) * tf.cast(t, tf.float32))
-                             for g, t in zip(tf.gradients(y, points), points) if g is not None]
+                    gradients = tf.gradients(y, points + variables)
+                    # g * t in float32: it can leave float16's range. A gather's gradient
+                    # (IndexedSlices) made dense sums the rows read more than once.
+                    terms = [tf.square(tf.cast(tf.convert_to_tensor(g), tf.float32)
+                                       * tf.cast(t, tf.float32))
+                             for g, t in zip(gradients, points + variables) if g is not None]
                     norms.append(tf.sqrt(tf.add_n([tf.reduce_sum(t) for t in terms])))
                 return tf.stack(norms)
             self._sensitivities[names] = sensitivity

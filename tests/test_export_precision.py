@@ -1,5 +1,6 @@
 """`python -m bert_tf.export --precision=bfloat16` (the encoder's Dense weights stored and
-multiplied in bfloat16, everything else float32) and `--precision=int8`, checked against the
+multiplied in bfloat16, the embedding tables stored in bfloat16 and their rows widened to
+float32 before the sum, everything else float32) and `--precision=int8`, checked against the
 float32 export of the same checkpoint (the golden tiny model with a random classifier head).
 
 The bound of |bfloat16 export - float32 export| is tests/rounding_bounds.py's, derived from the
@@ -12,8 +13,14 @@ probability 3e-8 per value. The sensitivities dy/dt are taken in the traced grap
 built under Keras' mixed_bfloat16 policy from the same checkpoint: its arithmetic is the
 export's op for op (each float32 kernel and bias cast to bfloat16 -- the same round to nearest
 even the export applied once at load, now a Cast op of the graph, so the weights' roundings are
-counted --, bfloat16 matmuls, bias adds and activations, float32 embeddings, LayerNorm, softmax
-and head), so the bound is that of exactly the function the export computes.
+counted --, bfloat16 matmuls, bias adds and activations, float32 embedding sum, LayerNorm,
+softmax and head) but one: it reads the embedding tables in float32, where the export stores
+them rounded to bfloat16 (no policy casts a table). Their roundings are added as weights
+stored rounded (tests/rounding_bounds.py, `rounded_variables`): one error t_i d_i per table
+element, |d_i| <= u, contributing (dy/dt_i t_i)**2 with dy/dt_i the stand-in's gradient with
+respect to the table (summed over the tokens that read the row). With that term the bound is
+that of exactly the function the export computes; without it (the bound before bfloat16
+tables) the rows' roundings, which move every output, would go uncounted.
 
 --precision=int8 (the int8 tests below): the encoder's Dense kernels stored as int8 with a
 float32 scale per output column, their inputs quantized per row at run time
@@ -43,6 +50,7 @@ tensor passed it when tried); test_int8_dense_equals_a_float64_emulation_of_its_
 pins the arithmetic itself to within float32 rounding, and caught both.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -64,7 +72,7 @@ from bert_tf.training.precision import PRECISIONS, dtype_policy
 from conftest import golden_path
 from rounding_bounds import CONFIDENCE, RoundingErrorBounds, assert_within_bounds
 
-pytestmark = pytest.mark.slow  # six exports saved (~30 s), four bounds traced
+pytestmark = pytest.mark.slow  # six exports saved (~30 s), 12 more built, ten bounds traced
 MAX_SEQ_LENGTH = 64  # one-by-one requests run at 16 positions, the batch at 48
 LABELS = ["neg", "pos", "mixed"]
 TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " * 40,
@@ -72,6 +80,8 @@ TEXTS_A = ["the man went to the store", "he bought a gallon of milk", "", "a " *
 TEXTS_B = ["it was closed", "", "penguins are flightless birds", "b \u0301 c", "x\u00a0y"]
 # The Dense layers the bfloat16 export stores in bfloat16 (original names' last scopes).
 BF16_SCOPES = ("query", "key", "value", "dense")
+# The embedding tables it stores in bfloat16 (original names' last scope).
+BF16_TABLES = ("word_embeddings", "token_type_embeddings", "position_embeddings")
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +110,9 @@ def setup(tmp_path_factory):
 
 def _mixed_model(config, checkpoint, head=True, policy="bf16"):
     """The checkpoint under Keras' mixed_bfloat16 policy (float32 variables cast to bfloat16
-    in the graph): the export's arithmetic with the weights' roundings as graph ops; with
-    policy "none", the float32 model."""
+    in the graph): the export's arithmetic with the Dense weights' roundings as graph ops (not
+    the embedding tables', which the bounds take as `rounded_variables`); with policy "none",
+    the float32 model."""
     with dtype_policy(policy):
         if head:
             model = BertTaskModel(config, ClassifierHead(len(LABELS), config.hidden_size))
@@ -138,7 +149,8 @@ def test_bfloat16_classifier_within_rounding_bound_of_float32(setup):
     features = module.inputs.pairs(tf.constant(TEXTS_A), tf.constant(TEXTS_B))
     features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
     mixed = _mixed_model(config, checkpoint)
-    bound = RoundingErrorBounds(lambda x: mixed(x, training=False), "bfloat16")(
+    bound = RoundingErrorBounds(lambda x: mixed(x, training=False), "bfloat16",
+                                mixed.bert.embeddings.tables)(
         features, ("probabilities",))["probabilities"]
     worst = assert_within_bounds(bf16["probabilities"], float32["probabilities"], bound,
                                  "bfloat16 export, batch")
@@ -169,7 +181,7 @@ def test_bfloat16_features_within_rounding_bound_of_float32(setup):
     encoder = _mixed_model(config, checkpoint, head=False)
     bound = RoundingErrorBounds(
         lambda x: {"head": encoder(x, training=False)["all_encoder_layers"][-1][:, :2]},
-        "bfloat16")(features, ("head",))["head"]
+        "bfloat16", encoder.embeddings.tables)(features, ("head",))["head"]
     worst = assert_within_bounds(bf16["layers"][:, :2, 0], float32["layers"][:, :2, 0], bound,
                                  "bfloat16 features")
     print(f"features: worst |bf16 - float32| / bound {worst:.3f}")
@@ -182,10 +194,11 @@ def _round_to_nearest_even(values):
     return rounded.astype(np.uint32).view(np.float32)
 
 
-def test_stored_dense_weights_are_bfloat16_rounded_to_nearest_even(setup):
-    """The bfloat16 export stores the encoder's Dense kernels and biases as bfloat16, each the
-    checkpoint's float32 value rounded to nearest even; embeddings, LayerNorm and the head stay
-    float32 and exact. The variables' file shrinks by exactly 2 bytes per bfloat16 weight."""
+def test_stored_dense_weights_and_tables_are_bfloat16_rounded_to_nearest_even(setup):
+    """The bfloat16 export stores the encoder's Dense kernels and biases and the embedding
+    tables (word, token type, position) as bfloat16, each the checkpoint's float32 value
+    rounded to nearest even; LayerNorm and the head stay float32 and exact. The variables'
+    file shrinks by exactly 2 bytes per bfloat16 weight."""
     _, checkpoint, exports = setup
     original = tf.train.load_checkpoint(checkpoint)
     sizes = {}
@@ -194,13 +207,15 @@ def test_stored_dense_weights_are_bfloat16_rounded_to_nearest_even(setup):
         prefix = os.path.join(path, "variables", "variables")
         saved = tf.train.load_checkpoint(prefix)
         dtypes = saved.get_variable_to_dtype_map()
-        halved = 0
+        halved = tables = 0
         for name, _ in original_variable_map(exports["classifier", "float32"][0].model).items():
             key = f"weights/{name}/.ATTRIBUTES/VARIABLE_VALUE"
             want = original.get_tensor(name)
             scopes = name.split("/")
             is_dense = len(scopes) > 1 and scopes[-2] in BF16_SCOPES
-            if precision == "bfloat16" and is_dense:
+            is_table = scopes[-2:-1] == ["embeddings"] and scopes[-1] in BF16_TABLES
+            tables += is_table
+            if precision == "bfloat16" and (is_dense or is_table):
                 assert dtypes[key] == tf.bfloat16, name
                 got = saved.get_tensor(key).astype(np.float32)
                 np.testing.assert_array_equal(got, _round_to_nearest_even(want), err_msg=name)
@@ -211,14 +226,32 @@ def test_stored_dense_weights_are_bfloat16_rounded_to_nearest_even(setup):
         sizes[precision] = (sum(os.path.getsize(os.path.join(path, "variables", f))
                                 for f in os.listdir(os.path.join(path, "variables"))
                                 if f.startswith("variables.data")), halved)
-    assert sizes["bfloat16"][1] > 0
+    assert sizes["bfloat16"][1] > 0 and tables == len(BF16_TABLES)
     assert sizes["float32"][0] - sizes["bfloat16"][0] == 2 * sizes["bfloat16"][1]
 
 
 def test_saved_model_cli_runs_the_bfloat16_export(setup):
-    """Plain `saved_model_cli run` in a fresh process loads and runs the bfloat16 export."""
+    """Plain `saved_model_cli run` in a fresh process loads and runs the bfloat16 export; its
+    bert_tf_export.json is the float32 export's but for "precision": "bfloat16", and its
+    signatures take and give what the float32 export's do (names, dtypes, shapes)."""
     _, _, exports = setup
     path = str(exports["classifier", "bfloat16"][1])
+    infos = {}
+    for precision in ("float32", "bfloat16"):
+        with open(os.path.join(exports["classifier", precision][1],
+                               export.EXPORT_INFO_FILE)) as f:
+            infos[precision] = json.load(f)
+    assert infos["bfloat16"] == dict(infos["float32"], precision="bfloat16")
+    for name in ("serving_default", "single"):
+        signatures = [_LOADED.get(p) or tf.saved_model.load(str(p)) for p in
+                      (exports["classifier", "float32"][1], path)]
+        structured = [s.signatures[name].structured_outputs for s in signatures]
+        specs = [{k: (v.dtype, v.shape.as_list()) for k, v in outputs.items()}
+                 for outputs in structured]
+        assert specs[0] == specs[1], name
+        assert specs[1]["probabilities"][0] == tf.float32
+        inputs = [s.signatures[name].structured_input_signature for s in signatures]
+        assert inputs[0] == inputs[1], name
     command = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
                path, "--tag_set", "serve", "--signature_def", "serving_default",
                "--input_exprs", f"text_a={TEXTS_A[:2]!r};text_b={TEXTS_B[:2]!r}"]
@@ -235,6 +268,125 @@ def test_unknown_precision_is_a_clear_error(setup):
         export.build_export("classifier", config, checkpoint,
                             str(golden_path("model") / "vocab.txt"), labels=LABELS,
                             precision="int4")
+
+
+# --- bfloat16 in every family and task ----------------------------------------------------
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+# Tiny configs of each family, with an embedding width E != H where the family has one.
+_TINY = dict(hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+             type_vocab_size=2, initializer_range=0.2)
+FAMILY_CONFIGS = {
+    "bert": dict(vocab_size=509, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, max_position_embeddings=64),
+    "albert": dict(model_type="albert", vocab_size=2000, embedding_size=8, hidden_size=16,
+                   num_hidden_layers=2, num_hidden_groups=1, inner_group_num=2,
+                   num_attention_heads=2, intermediate_size=32, max_position_embeddings=64),
+    "electra": dict(model_type="electra", vocab_size=509, embedding_size=8, hidden_size=16,
+                    num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                    hidden_act="gelu_exact", max_position_embeddings=64),
+    "roberta": dict(model_type="roberta", vocab_size=1036, hidden_size=16, num_hidden_layers=2,
+                    num_attention_heads=2, intermediate_size=32, hidden_act="gelu_exact",
+                    max_position_embeddings=34, type_vocab_size=1, pad_token_id=1),
+    "xlm_roberta": dict(model_type="xlm-roberta", vocab_size=602, hidden_size=16,
+                        num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                        hidden_act="gelu_exact", max_position_embeddings=34, type_vocab_size=1,
+                        pad_token_id=1),
+}
+
+
+def _family_files(family):
+    """(--vocab_file, tokenizer_files, do_lower_case) of the family's test tokenizer."""
+    if family in ("bert", "electra"):
+        return str(golden_path("model") / "vocab.txt"), None, True
+    if family == "albert":
+        return os.path.join(DATA, "albert_spm", "albert.model"), None, True
+    if family == "roberta":
+        folder = os.path.join(DATA, "roberta_tokenizer")
+        return (os.path.join(folder, "vocab.json"),
+                {"merges_file": os.path.join(folder, "merges.txt")}, False)
+    return os.path.join(DATA, "xlm_roberta", "sentencepiece.bpe.model"), None, False
+
+
+# What each task's model gives that its signature's answers come from, at the first 4 positions
+# (a bound is traced per element).
+TASK_OUTPUTS = {
+    "classifier": lambda out: {"y": out["probabilities"]},
+    "tagging": lambda out: {"y": out["logits"][:, :4]},
+    "squad": lambda out: {"y": tf.stack([out["start_logits"][:, :4],
+                                         out["end_logits"][:, :4]])},
+    "features": lambda out: {"y": out["all_encoder_layers"][-1][:, :4]},
+}
+# Every family once, every task at least once besides BERT's classifier and features above
+# (XLM-R has no SQuAD export: its graph tokenizer has no offsets).
+FAMILY_TASKS = [("bert", "tagging"), ("bert", "squad"), ("albert", "classifier"),
+                ("electra", "features"), ("roberta", "squad"), ("xlm_roberta", "tagging")]
+
+
+def _named_weights(nested, prefix=""):
+    """{original name: tf.Variable} of `export.saved_weights`' nesting."""
+    names = {}
+    for key, value in nested.items():
+        if isinstance(value, dict):
+            names.update(_named_weights(value, f"{prefix}{key}/"))
+        else:
+            names[f"{prefix}{key}"] = value
+    return names
+
+
+@pytest.mark.parametrize("family, task", FAMILY_TASKS, ids=[f"{f}-{t}" for f, t in FAMILY_TASKS])
+def test_bfloat16_export_of_every_family_and_task(family, task, tmp_path):
+    """A bfloat16 export of each family (random tiny weights and head) stores its embedding
+    tables as bfloat16, the checkpoint's values rounded to nearest even, and no other
+    embedding weight in bfloat16; its model's outputs for the task are within the derived
+    bound (module docstring, tables included) of the float32 export's; its signature gives
+    what the float32 export's does (names, dtypes)."""
+    config = families.config_from_dict({**_TINY, **FAMILY_CONFIGS[family]})
+    vocab_file, tokenizer_files, lower = _family_files(family)
+    tf.keras.utils.set_random_seed(7)
+    prefix = save_original_checkpoint(export.task_model(task, config, LABELS),
+                                      tmp_path / "ckpt" / "model.ckpt")
+    modules = {precision: export.build_export(
+        task, config, prefix, vocab_file, lower, max_seq_length=32, labels=LABELS,
+        layers="-1", max_query_length=8, doc_stride=8, tokenizer_files=tokenizer_files,
+        precision=precision)[0]
+        for precision in ("float32", "bfloat16")}
+
+    original = tf.train.load_checkpoint(prefix)
+    stored = _named_weights(export.saved_weights(modules["bfloat16"].model))
+    tables = [n for n in stored if n.split("/")[-1] in BF16_TABLES]
+    assert len(tables) == len(BF16_TABLES), sorted(stored)
+    for name, variable in stored.items():
+        scopes = name.split("/")
+        if name in tables:
+            assert variable.dtype == tf.bfloat16, name
+            np.testing.assert_array_equal(variable.numpy().astype(np.float32),
+                                          _round_to_nearest_even(original.get_tensor(name)),
+                                          err_msg=name)
+        elif "embeddings" in scopes and "LayerNorm" in scopes:
+            assert variable.dtype == tf.float32, name
+
+    features = modules["bfloat16"].inputs.pairs(
+        tf.constant(TEXTS_A), tf.constant(TEXTS_B))
+    features = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    outputs = TASK_OUTPUTS[task]
+    got, want = (outputs(modules[p].model(features, training=False))["y"].numpy()
+                 for p in ("bfloat16", "float32"))
+    with dtype_policy("bf16"):
+        mixed = export.task_model(task, config, LABELS)
+    load_original_checkpoint(mixed, prefix)
+    encoder = mixed if task == "features" else mixed.bert
+    bound = RoundingErrorBounds(lambda x: outputs(mixed(x, training=False)), "bfloat16",
+                                encoder.embeddings.tables)(features, ("y",))["y"]
+    worst = assert_within_bounds(got, want, bound, f"{family} {task} bfloat16")
+    assert np.any(got != want), "bfloat16 outputs equal float32's: not bfloat16?"
+
+    texts = {"tagging": (TEXTS_A,), "squad": (TEXTS_B, TEXTS_A)}.get(task, (TEXTS_A, TEXTS_B))
+    answers = {p: modules[p].signatures()["serving_default"](*map(tf.constant, texts))
+               for p in modules}
+    assert ({k: v.dtype for k, v in answers["bfloat16"].items()}
+            == {k: v.dtype for k, v in answers["float32"].items()})
+    print(f"{family} {task}: worst |bf16 - float32| / bound {worst:.3f}")
 
 
 # --- int8 ----------------------------------------------------------------------------------

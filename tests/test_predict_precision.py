@@ -6,8 +6,10 @@ bfloat16 predictions are checked against the float32 ones of the same checkpoint
 tiny model with a random classifier head) within tests/rounding_bounds.py's bound, derived from
 the arithmetic as in tests/test_export_precision.py (its module docstring): the sensitivities
 are those of the traced graph of the same checkpoint under Keras' mixed_bfloat16 policy, whose
-arithmetic is that of the model `build_at_precision` makes for bfloat16 op for op (the weights'
-round to nearest even as Cast ops), so the bound is that of the function the run computes.
+arithmetic is that of the model `build_at_precision` makes for bfloat16 op for op (the Dense
+weights' round to nearest even as Cast ops), with the embedding tables, which that model stores
+in bfloat16 and the stand-in reads in float32, counted as weights stored rounded
+(`rounded_variables`), so the bound is that of the function the run computes.
 """
 
 import json
@@ -91,7 +93,8 @@ def _records(path):
 
 def _mixed_model(build, checkpoint):
     """`build()` under mixed_bfloat16 (float32 variables cast to bfloat16 in the graph) with
-    the checkpoint's weights: the bfloat16 model's arithmetic, its weights' roundings as ops."""
+    the checkpoint's weights: the bfloat16 model's arithmetic, its Dense weights' roundings as
+    ops (not its embedding tables': `RoundingErrorBounds(..., rounded_variables=...)`)."""
     with precision.dtype_policy("bf16"):
         model = build()
     load_original_checkpoint(model, checkpoint)
@@ -111,7 +114,8 @@ def test_classifier_bfloat16_predictions_within_rounding_bound_of_float32(golden
     mixed = _mixed_model(
         lambda: BertTaskModel(config, ClassifierHead(len(LABELS), config.hidden_size)),
         checkpoint)
-    bound = RoundingErrorBounds(lambda x: mixed(x, training=False), "bfloat16")(
+    bound = RoundingErrorBounds(lambda x: mixed(x, training=False), "bfloat16",
+                                mixed.bert.embeddings.tables)(
         features, ("probabilities",))["probabilities"]
     # test_results.tsv holds str(np.float32): the shortest text that reads back as the same
     # float32, so the values compared are the runs' own.
@@ -176,7 +180,7 @@ def test_extract_features_bfloat16_within_rounding_bound_of_float32(golden, tmp_
     encoder = _mixed_model(lambda: families.build_encoder(config), checkpoint)
     bound = RoundingErrorBounds(
         lambda x: {"head": encoder(x, training=False)["all_encoder_layers"][-1][:, :2]},
-        "bfloat16")(inputs, ("head",))["head"]
+        "bfloat16", encoder.embeddings.tables)(inputs, ("head",))["head"]
     worst = assert_within_bounds(values["bfloat16"], values["float32"], bound + JSON_ROUNDING,
                                  "extract_features --predict_precision=bfloat16")
     assert np.any(values["bfloat16"] != values["float32"])

@@ -116,7 +116,8 @@ class BertModel(keras.Model):
 
     @property
     def embedding_table(self):
-        """The word embeddings [V, E] (float32), shared with the masked-LM output layer."""
+        """The word embeddings [V, E] (float32; bfloat16 in a model built at
+        --precision=bfloat16), shared with the masked-LM output layer."""
         return self.embeddings.word_embeddings
 
     @property

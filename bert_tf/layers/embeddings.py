@@ -14,9 +14,13 @@ class BertEmbeddings(keras.layers.Layer):
     Weights (original names under `bert/embeddings/`): `word_embeddings` [V, H],
     `token_type_embeddings` [T, H], `position_embeddings` [P, H], `LayerNorm/{gamma,beta}` [H].
 
-    The tables are never autocast: lookups and the sum run in float32 (as LayerNorm does), and
-    only the output is cast to the compute dtype. The masked-LM head reads `word_embeddings` for
-    its tied output projection.
+    The tables are stored in the dtype policy's variable dtype: float32 under float32 and under
+    the mixed policies of training (`mixed_bfloat16`, `mixed_float16`: checkpoints stay float32),
+    bfloat16 under the plain `bfloat16` policy of a bfloat16 export or prediction run
+    (`bert_tf.training.precision.build_at_precision`), which halves their bytes. They are never
+    autocast: the gathered rows are cast to float32 (exact from bfloat16), so the sum and the
+    LayerNorm run in float32 whatever the policy, and only the output is cast to the compute
+    dtype. The masked-LM head reads `word_embeddings` for its tied output projection.
     """
 
     def __init__(
@@ -44,15 +48,18 @@ class BertEmbeddings(keras.layers.Layer):
     def build(self, input_shape=None):
         self.word_embeddings = self.add_weight(
             name="word_embeddings", shape=(self.vocab_size, self.hidden_size),
-            initializer=truncated_normal(self.initializer_range), dtype="float32", autocast=False,
+            initializer=truncated_normal(self.initializer_range), dtype=self.variable_dtype,
+            autocast=False,
         )
         self.token_type_embeddings = self.add_weight(
             name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size),
-            initializer=truncated_normal(self.initializer_range), dtype="float32", autocast=False,
+            initializer=truncated_normal(self.initializer_range), dtype=self.variable_dtype,
+            autocast=False,
         )
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
-            initializer=truncated_normal(self.initializer_range), dtype="float32", autocast=False,
+            initializer=truncated_normal(self.initializer_range), dtype=self.variable_dtype,
+            autocast=False,
         )
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
@@ -71,14 +78,22 @@ class BertEmbeddings(keras.layers.Layer):
             positions = self.position_embeddings[:tf.shape(input_ids)[1]][tf.newaxis]
         else:
             positions = tf.gather(self.position_embeddings, position_ids)
+        # Rows cast after the gather: only the rows read are widened (a bfloat16 table stays
+        # bfloat16 in memory).
         embeddings = (
-            tf.gather(self.word_embeddings, input_ids)
-            + tf.gather(self.token_type_embeddings, segment_ids)
-            + positions
+            tf.cast(tf.gather(self.word_embeddings, input_ids), tf.float32)
+            + tf.cast(tf.gather(self.token_type_embeddings, segment_ids), tf.float32)
+            + tf.cast(positions, tf.float32)
         )
         embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout(embeddings, training=training)
         return tf.cast(embeddings, self.compute_dtype)
+
+    @property
+    def tables(self):
+        """The three tables (word [V, H], token type [T, H], position [P, H]), in the
+        policy's variable dtype."""
+        return (self.word_embeddings, self.token_type_embeddings, self.position_embeddings)
 
     def checkpoint_variables(self, scope):
         """{original name: variable} under `scope` (e.g. `bert/embeddings`), in the original's

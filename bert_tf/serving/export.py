@@ -160,6 +160,20 @@ def read_labels(labels_flag, checkpoint):
     return [str(x) for x in labels]
 
 
+def task_model(task, config, labels=None):
+    """The model a `task` export runs (built under the current dtype policy, untrained): the
+    family's encoder for "features" (it loads any checkpoint's encoder, whatever its head),
+    else a `BertTaskModel` with the task's head (`labels`: the classifier's and tagging's
+    label names)."""
+    if task == "features":
+        return families.build_encoder(config, name="bert")
+    hidden = config.hidden_size
+    head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
+            "tagging": lambda: TokenClassifierHead(len(labels), hidden),
+            "squad": lambda: SpanHead(hidden)}[task]()
+    return BertTaskModel(config, head)
+
+
 def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_seq_length=128,
                  labels=None, layers="-1,-2,-3,-4", max_query_length=64, doc_stride=None,
                  n_best_size=20, max_answer_length=30, tokenizer=None,
@@ -184,9 +198,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
       dynamic_padding: run a batch at its longest sequence rounded up, not max_seq_length.
       tokenizer_files: the tokenizer file flags beside vocab_file ({"merges_file": ...};
         `families.make_tokenizer`).
-      precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights in
-        bfloat16 (the checkpoint's float32 values rounded to nearest even) and runs their
-        matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
+      precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights and
+        embedding tables in bfloat16 (the checkpoint's float32 values rounded to nearest even)
+        and runs the Dense matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
         scale per output column and quantizes their inputs per row at run time
         (bert_tf.training.int8);
         or "auto" (`resolve_precision`: what this CPU runs natively), recorded as the
@@ -250,19 +264,9 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
             "pieces back to the context's characters (it has neither tokenize_with_offsets nor "
             "normalize), so a SQuAD export is not available for it; predict with "
             "run_squad.py (--do_predict), or export another task")
-    hidden = config.hidden_size
     # The variables take the policy's dtype when created; load_original_checkpoint then
     # assigns the checkpoint's float32 values, which TensorFlow rounds to nearest even.
-    def build():
-        if task == "features":
-            # Any checkpoint's encoder, whatever its head.
-            return families.build_encoder(config, name="bert")
-        head = {"classifier": lambda: ClassifierHead(len(labels), hidden),
-                "tagging": lambda: TokenClassifierHead(len(labels), hidden),
-                "squad": lambda: SpanHead(hidden)}[task]()
-        return BertTaskModel(config, head)
-
-    model = build_at_precision(build, precision,
+    model = build_at_precision(lambda: task_model(task, config, labels), precision,
                                lambda m: load_original_checkpoint(m, checkpoint))
     info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
             "dynamic_padding": bool(dynamic_padding), "precision": precision,

@@ -145,10 +145,12 @@ def resolve_mixed_precision(name, strategy=None, device=None, cpu_info=None,
 # "mixed_bfloat16", which keeps float32 variables and casts them at every call): the Dense
 # layers of the encoder (attention query/key/value/output, intermediate, output, pooler) get
 # bfloat16 kernels and biases and compute in bfloat16 (float32 accumulation inside the matmul
-# kernels); the embedding tables, LayerNorms, the attention softmax, the residual sums and the
-# fine-tuning heads are pinned to float32 by their layers, so the signatures' outputs stay
-# float32. "int8": built in float32, then the encoder's Dense layers quantized in place
-# (bert_tf.training.int8: int8 kernels with per-column scales, activations quantized per row).
+# kernels); the embedding tables are stored in bfloat16 (the policy's variable dtype) and their
+# gathered rows widened to float32; the embeddings' sum, LayerNorms, the attention softmax, the
+# residual sums and the fine-tuning heads are pinned to float32 by their layers, so the
+# signatures' outputs stay float32. "int8": built in float32, then the encoder's Dense layers
+# quantized in place (bert_tf.training.int8: int8 kernels with per-column scales, activations
+# quantized per row).
 # "auto" is resolved to one of them first (`resolve_precision`, from the CPU's flags). A
 # prediction run (--predict_precision) takes PREDICT_PRECISIONS: int8 is built for exports only.
 PRECISIONS = {"float32": None, "bfloat16": "bfloat16", "int8": None}
