@@ -49,8 +49,8 @@ while the partial sums stayed below 2**24.)
 What XLA costs: the export is still a plain SavedModel (`saved_model_cli run` answers from it),
 but its Dense calls are functions that must be compiled by XLA, which TensorFlow Serving does on
 CPU only with `--xla_cpu_compilation_enabled=true`; and each new number of rows (batch x padded
-length) compiles the three or four Dense shapes once (0.26-0.59 s each, measured under load),
-cached for later requests of that size.
+length) compiles the three or four Dense shapes once (about half a second for BERT-Base's
+encoder, measured under load: docs/serving.md), cached for later requests of that size.
 """
 
 from bert_tf.layers.dense import Dense
