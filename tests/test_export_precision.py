@@ -648,3 +648,42 @@ def test_int8_dense_equals_a_float64_emulation_of_its_arithmetic():
     want = products + bias
     bound = 3 * 2.0 ** -24 * (np.abs(products) + np.abs(bias))
     assert np.all(np.abs(got - want) <= bound), np.max(np.abs(got - want) / bound)
+
+
+def test_quantize_encoder_keeps_a_tracked_model_and_refuses_a_foreign_dense():
+    """`quantize_encoder` quantizes the encoder's own Dense layers in place (the same layer
+    objects, the model's weights and checkpoint table then hold int8 kernels + scales and no
+    float kernel), so the model's own `checkpoint_variables()` name what the export saves; a
+    keras.layers.Dense that is not bert_tf's (which would stay float32) is an error."""
+    from bert_tf.bert.model import BertModel
+    from bert_tf.training.int8 import quantize_encoder
+
+    config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=16)
+    model = BertModel(config)
+    ids = tf.constant([[1, 2, 3]])
+    model({"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)})
+    query = model.encoder.blocks[0].self_attention.query
+    float_names = set(original_variable_map(model))
+    quantize_encoder(model)
+    assert model.encoder.blocks[0].self_attention.query is query and query.quantized
+    table = original_variable_map(model)  # checks that it names every weight of the model once
+    kernels = {n for n in float_names if n.endswith("/kernel")}
+    assert len(kernels) == 6 * 2 + 1 and not kernels & set(table)
+    assert {f"{k}/int8" for k in kernels} | {f"{k}/scale" for k in kernels} <= set(table)
+    assert all(table[f"{k}/int8"].dtype == "int8" for k in kernels)
+
+    from bert_tf.layers.dense import Dense
+
+    class Encoder(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.ours, self.keras_dense = Dense(4), keras.layers.Dense(4)
+
+        def call(self, x):
+            return self.keras_dense(self.ours(x))
+
+    encoder = Encoder()
+    encoder(tf.ones([1, 4]))
+    with pytest.raises(ValueError, match="Dense kernels not quantized"):
+        quantize_encoder(encoder)

@@ -29,8 +29,9 @@ tf.function, 340 MB of float32 kernels, far beyond the caches), in turns; ms per
     backend) 0.36-0.39x;
   oneDNN's QuantizedMatMulWithBias[AndDequantize] (quint8 rows x + 128, MIN_FIRST, qint8
     kernel) 0.40-0.46x: the weights are reordered to oneDNN's layout on every call when they are
-    variables (as graph constants, cached once, 1.0 ms against float32's 2.8 ms in a separate
-    8-pair run; but then the weights are in the graph, not the export's variables);
+    variables (as graph constants, cached once, 0.72 ms against float32's 2.32 ms in an 8-pair
+    run, but 1.6e-2 of the output's range off the exact integer products, and the weights in
+    the graph, not the export's variables);
   UniformQuantizedDotHybrid (float rows x qint8 kernel) 72 ms (a reference kernel);
   the int8 kernel cast to bfloat16 in the graph and a bfloat16 matmul (weight-only int8)
     0.98-0.99x, and rows rounded to bfloat16 (an error of 1.4e-2 of the output's range); with
@@ -49,8 +50,8 @@ while the partial sums stayed below 2**24.)
 What XLA costs: the export is still a plain SavedModel (`saved_model_cli run` answers from it),
 but its Dense calls are functions that must be compiled by XLA, which TensorFlow Serving does on
 CPU only with `--xla_cpu_compilation_enabled=true`; and each new number of rows (batch x padded
-length) compiles the three or four Dense shapes once (0.26-0.59 s each, measured under load),
-cached for later requests of that size.
+length) compiles the three or four Dense shapes once (about half a second for BERT-Base's
+encoder, measured under load: docs/serving.md), cached for later requests of that size.
 """
 
 from bert_tf.layers.dense import Dense
