@@ -66,7 +66,8 @@ from absl import app, flags, logging
 from bert_tf import families
 from bert_tf import flags as shared_flags
 from bert_tf.checkpoints import resolve_checkpoint_path
-from bert_tf.serving.export import TASKS, ExportError, build_export, read_labels, save_export
+from bert_tf.serving.export import (TASKS, ExportError, build_export, read_labels, save_export,
+                                    server_requirements)
 from bert_tf.training.precision import AUTO, PRECISIONS
 
 
@@ -143,6 +144,8 @@ def main(argv):
     except ValueError as e:
         raise SystemExit(f"bert_tf.export: {e}") from None
     print(f"wrote {FLAGS.task} SavedModel to {FLAGS.output_dir}")
+    for line in server_requirements(info):
+        print(line)
 
 
 if __name__ == "__main__":

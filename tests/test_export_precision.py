@@ -590,6 +590,33 @@ def test_saved_model_cli_runs_the_int8_export(setup):
     assert "Result for output key probabilities" in result.stdout
 
 
+def _xla_functions(path):
+    """Names of the SavedModel's functions that must be compiled by XLA (jit_compile)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        saved.ParseFromString(f.read())
+    return [f.signature.name for graph in saved.meta_graphs for f in graph.graph_def.library.function
+            if "_XlaMustCompile" in f.attr and f.attr["_XlaMustCompile"].b]
+
+
+def test_only_int8_exports_hold_xla_functions_and_say_so(setup):
+    """float32 and bfloat16 exports hold no XLA function (GELU built without XLA: TF Serving
+    runs them as they are); an int8 export's Dense calls are XLA functions, and `python -m
+    bert_tf.export` prints what a server needs for them (server_requirements)."""
+    _, _, exports = setup
+    for (task, precision), (_, path) in exports.items():
+        with open(os.path.join(path, export.EXPORT_INFO_FILE)) as f:
+            lines = export.server_requirements(json.load(f))
+        if precision == "int8":
+            assert _xla_functions(path), (task, precision)
+            assert len(lines) == 1 and "--xla_cpu_compilation_enabled=true" in lines[0], lines
+        else:
+            assert _xla_functions(path) == [], (task, precision)
+            assert lines == [], (task, precision)
+
+
 def test_albert_int8_export_quantizes_every_encoder_kernel(tmp_path):
     """ALBERT's Dense layers sit in a dict of lists (its groups) and its embedding projection
     is a Dense of the encoder: every one of its kernels is stored as int8 + scale, none as

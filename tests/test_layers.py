@@ -55,6 +55,32 @@ def test_fused_gelu_matches_the_original_ops_and_their_gradient(dtype, tol):
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+def test_without_xla_the_same_arithmetic_as_plain_ops():
+    """Inside `without_xla()` (what the exports build under) the GELUs are plain ops with the
+    fused functions' arithmetic (float32 inside), and outside it the fused XLA ones again."""
+    x = _random([3, 50]) * 3.0
+    with activations.without_xla():
+        plain = {name: get_activation(name) for name in ("gelu", "gelu_exact", "relu")}
+        with activations.without_xla():
+            assert get_activation("gelu") is plain["gelu"]
+        assert get_activation("gelu") is plain["gelu"]
+    assert get_activation("gelu") is gelu and get_activation("gelu_exact") is activations.gelu_exact
+    assert plain["relu"] is tf.nn.relu
+    for name, fused in (("gelu", gelu), ("gelu_exact", activations.gelu_exact)):
+        assert plain[name] is not fused
+        graph = tf.function(plain[name]).get_concrete_function(x).graph.as_graph_def()
+        assert not [f for f in graph.library.function if "_XlaMustCompile" in f.attr], name
+        for dtype in ("float32", "bfloat16"):
+            got = tf.cast(plain[name](tf.cast(x, dtype)), tf.float32).numpy()
+            want = tf.cast(fused(tf.cast(x, dtype)), tf.float32).numpy()
+            # float32: the same formula; Eigen's and XLA's tanh/erf are each accurate to a
+            # few float32 ulps (2**-24 relative), so 2e-6 (~2**-19, 32 ulps) is their sum with
+            # room; bfloat16: both round the float32 result once to bfloat16 (2**-8 relative),
+            # so they differ by at most one bfloat16 step where those bits straddle a rounding.
+            rtol = 2e-6 if dtype == "float32" else 2.0 ** -7
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
+
+
 def test_activations_by_name():
     x = tf.constant([-2.0, 0.5])
     np.testing.assert_allclose(get_activation("relu")(x).numpy(), [0.0, 0.5])

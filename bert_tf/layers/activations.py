@@ -1,5 +1,12 @@
-"""The activations a `bert_config.json` may name in `hidden_act`."""
+"""The activations a `bert_config.json` may name in `hidden_act`.
 
+Training runs GELU as XLA-compiled functions (`gelu`, `gelu_exact`: one fused kernel each
+way). A model built inside `without_xla()` gets the same float32 arithmetic as plain
+TensorFlow ops instead: what the exports do (bert_tf/serving/export.py), since TensorFlow
+Serving runs an XLA function on CPU only when started with `--xla_cpu_compilation_enabled`.
+"""
+
+import contextlib
 import math
 
 import tensorflow as tf
@@ -26,11 +33,21 @@ def gelu_reference(x):
 # XLA into one kernel each way, with the derivative written out, the BERT-Base training step
 # gets faster (docs/performance.md); the arithmetic runs in float32 whatever the input
 # dtype (free inside the kernel), so values agree with `gelu_reference` to float32 rounding.
-@tf.function(jit_compile=True, autograph=False)
-def _gelu_forward(x):
+def gelu_float32(x):
+    """`gelu`'s forward arithmetic (float32 whatever the input dtype) as plain ops: the
+    activation of a model built `without_xla()`.
+
+    Args:
+      x: float tensor of any shape.
+    Returns:
+      A tensor of the same shape and dtype.
+    """
     x32 = tf.cast(x, tf.float32)
     tanh = tf.tanh(_SQRT_2_OVER_PI * (x32 + 0.044715 * (x32 * x32 * x32)))
     return tf.cast(x32 * (0.5 * (1.0 + tanh)), x.dtype)
+
+
+_gelu_forward = tf.function(gelu_float32, jit_compile=True, autograph=False)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -116,10 +133,28 @@ _ACTIVATIONS = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": tf.nn.relu, "tan
                 "linear": linear}
 
 
+# What `without_xla()` puts in place of the XLA-compiled activations: the same arithmetic.
+_WITHOUT_XLA = {"gelu": gelu_float32, "gelu_exact": gelu_exact_reference}
+_xla = [True]  # False inside `without_xla()`
+
+
+@contextlib.contextmanager
+def without_xla():
+    """Inside it, `get_activation` returns activations of plain TensorFlow ops (no XLA
+    function: see the module docstring), for the layers a model creates while it is built."""
+    _xla.append(False)
+    try:
+        yield
+    finally:
+        _xla.pop()
+
+
 def get_activation(name):
     """Maps a `hidden_act` string ("gelu" = tanh form, "gelu_exact", "relu", "tanh", "linear")
-    to a function."""
+    to a function (inside `without_xla()`, one without XLA)."""
     try:
+        if not _xla[-1] and name in _WITHOUT_XLA:
+            return _WITHOUT_XLA[name]
         return _ACTIVATIONS[name]
     except (KeyError, TypeError):
         raise ValueError(

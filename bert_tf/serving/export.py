@@ -18,6 +18,7 @@ from bert_tf import families, files
 from bert_tf.checkpoints import load_original_checkpoint, original_variable_map
 from bert_tf.data.conll import OUTSIDE
 from bert_tf.feature_extraction import parse_layer_indexes
+from bert_tf.layers.activations import without_xla
 from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
@@ -266,8 +267,11 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
             "run_squad.py (--do_predict), or export another task")
     # The variables take the policy's dtype when created; load_original_checkpoint then
     # assigns the checkpoint's float32 values, which TensorFlow rounds to nearest even.
-    model = build_at_precision(lambda: task_model(task, config, labels), precision,
-                               lambda m: load_original_checkpoint(m, checkpoint))
+    # Without XLA functions (GELU's), so that TensorFlow Serving runs the export as it is
+    # (bert_tf/layers/activations.py); an int8 export's Dense calls still are (int8.py).
+    with without_xla():
+        model = build_at_precision(lambda: task_model(task, config, labels), precision,
+                                   lambda m: load_original_checkpoint(m, checkpoint))
     info = {"task": task, "max_seq_length": max_seq_length, "do_lower_case": do_lower_case,
             "dynamic_padding": bool(dynamic_padding), "precision": precision,
             # False: load the SavedModel after `import tensorflow_text` (ALBERT).
@@ -339,6 +343,18 @@ def saved_root(module):
         setattr(root, function.__name__, function)
         signatures[signature] = getattr(root, function.__name__)
     return root, signatures
+
+
+def server_requirements(info):
+    """What a server must know to run the export of `info` (its bert_tf_export.json), one line
+    each: an int8 export's Dense calls are XLA functions (bert_tf/training/int8.py), which
+    TensorFlow Serving runs on CPU only when told to, and which compile once per new row count;
+    other precisions need nothing."""
+    if info.get("precision") != "int8":
+        return []
+    return ["int8: each Dense call is an XLA function (jit_compile): TensorFlow Serving runs it "
+            "on CPU only with --xla_cpu_compilation_enabled=true, and the first request of each "
+            "new batch x length compiles it once (docs/serving.md, Precision)"]
 
 
 def save_export(module, info, output_dir):
