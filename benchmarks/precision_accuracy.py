@@ -32,7 +32,8 @@ answers do not depend on the batch: tests/test_export.py), and scored:
           end logit) and of null_score_diff (logits, not probabilities).
 
 Also printed: where a prediction differs from float32's, float32's own margin there (the
-probability gap between its top two classes; SQuAD: |null_score_diff - threshold|), which
+probability gap between its top two classes; SQuAD: |null_score_diff - threshold| where the
+answer changes between "" and a span, counted apart from changes between two spans), which
 shows whether the flips are near-ties. `--results_json` keeps every number. The first lines
 name the CPU (`common.machine_header`).
 """
@@ -277,8 +278,16 @@ def compare(task, reference, result, threshold):
     return {"agreement": 100 * same.mean(), "differ": int((~same).sum()), "of": int(same.size),
             "max_abs_diff": float(score_diff.max()),
             "max_abs_null_score_diff_diff": float(null_diff.max()) if null_diff.size else 0.0,
+            # An answer changes between "" and a span (a null flip: float32's margin is
+            # |null_score_diff - threshold|) or between two spans (a near-tie of span scores).
+            "null_flips": int(sum(not a or not b for a, b, s in zip(
+                reference["answers"], result["answers"], same) if not s)),
+            "span_changes": int(sum(bool(a and b) for a, b, s in zip(
+                reference["answers"], result["answers"], same) if not s)),
             "flip_margins_f32": sorted(
-                float(abs(x - threshold)) for x in reference["null_score_diff"][~same])}
+                float(abs(d - threshold)) for d, a, b, s in zip(
+                    reference["null_score_diff"], reference["answers"], result["answers"], same)
+                if not s and (not a or not b))}
 
 
 def main(argv=None):
