@@ -35,7 +35,9 @@ Also printed: where a prediction differs from float32's, float32's own margin th
 probability gap between its top two classes; SQuAD: |null_score_diff - threshold| where the
 answer changes between "" and a span, counted apart from changes between two spans), which
 shows whether the flips are near-ties. `--results_json` keeps every number. The first lines
-name the CPU (`common.machine_header`).
+name the CPU (`common.machine_header`). Each precision's predictions, in the data's order,
+are written to EXPORTS_DIR/<task>-<precision>-predictions.json (SQuAD: {id: answer}, and
+squad2-<precision>-null_odds.json).
 """
 
 import argparse
@@ -223,8 +225,8 @@ def run_squad(serve, examples, batch_size, module=None):
 
 
 def score_squad(examples, result, data_path, evaluate_script, work_dir, precision):
-    predictions = os.path.join(work_dir, f"predictions-{precision}.json")
-    null_odds = os.path.join(work_dir, f"null_odds-{precision}.json")
+    predictions = os.path.join(work_dir, f"squad2-{precision}-predictions.json")
+    null_odds = os.path.join(work_dir, f"squad2-{precision}-null_odds.json")
     with open(predictions, "w", encoding="utf-8") as f:
         json.dump({e[0]: a for e, a in zip(examples, result["answers"])}, f)
     with open(null_odds, "w", encoding="utf-8") as f:
@@ -238,6 +240,11 @@ def score_squad(examples, result, data_path, evaluate_script, work_dir, precisio
     return {"exact": official["exact"], "f1": official["f1"],
             "HasAns_f1": official.get("HasAns_f1"), "NoAns_exact": official.get("NoAns_exact"),
             "best_f1": official.get("best_f1")}
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f)
 
 
 # ---- comparison -------------------------------------------------------------------------
@@ -306,9 +313,10 @@ def main(argv=None):
     labels = (export.read_labels(None, args.checkpoint) if kind in ("classifier", "tagging")
               else None)
     os.makedirs(args.export_root, exist_ok=True)
+    checkpoint = (tf.train.latest_checkpoint(args.checkpoint) if os.path.isdir(args.checkpoint)
+                  else args.checkpoint)
     print(f"task {args.task}: {len(examples)} examples from {args.data}; checkpoint "
-          f"{tf.train.latest_checkpoint(args.checkpoint) if os.path.isdir(args.checkpoint) else args.checkpoint}",
-          flush=True)
+          f"{checkpoint}", flush=True)
     results, rows, summary = {}, [], {}
     for precision in args.precisions:
         start = time.time()
@@ -326,8 +334,15 @@ def main(argv=None):
         answered = time.time() - start
         if args.task == "mrpc":
             scores = score_mrpc(examples, results[precision])
+            _write_json(os.path.join(args.export_root,
+                                     f"{args.task}-{precision}-predictions.json"),
+                        {"labels": results[precision]["labels"],
+                         "probabilities": results[precision]["probabilities"].tolist()})
         elif args.task == "conll":
             scores = score_conll(examples, results[precision])
+            _write_json(os.path.join(args.export_root,
+                                     f"{args.task}-{precision}-predictions.json"),
+                        {"tags": results[precision]["tags"]})
         else:
             scores = score_squad(examples, results[precision], args.data, args.evaluate_script,
                                  args.export_root, precision)
