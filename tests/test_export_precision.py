@@ -597,7 +597,8 @@ def _xla_functions(path):
     saved = saved_model_pb2.SavedModel()
     with open(os.path.join(path, "saved_model.pb"), "rb") as f:
         saved.ParseFromString(f.read())
-    return [f.signature.name for graph in saved.meta_graphs for f in graph.graph_def.library.function
+    return [f.signature.name for graph in saved.meta_graphs
+            for f in graph.graph_def.library.function
             if "_XlaMustCompile" in f.attr and f.attr["_XlaMustCompile"].b]
 
 

@@ -201,8 +201,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
         `families.make_tokenizer`).
       precision: a key of PRECISIONS: "bfloat16" stores the encoder's Dense weights and
         embedding tables in bfloat16 (the checkpoint's float32 values rounded to nearest even)
-        and runs the Dense matmuls in bfloat16; "int8" stores the encoder's Dense kernels as int8 with a float32
-        scale per output column and quantizes their inputs per row at run time
+        and runs the Dense matmuls in bfloat16; "int8" stores the encoder's Dense kernels as
+        int8 with a float32 scale per output column and quantizes their inputs per row at run time
         (bert_tf.training.int8);
         or "auto" (`resolve_precision`: what this CPU runs natively), recorded as the
         precision it chose.
