@@ -773,7 +773,8 @@ class Trainer:
         (the original's numbers); else the task's model built at that precision by the
         `precision.build_at_precision` (bfloat16: the encoder's Dense weights stored and
         multiplied in bfloat16, its embedding tables stored in bfloat16), once, holding
-        `self.model`'s current weights (assigned again on every call, so a prediction after more training or a restore uses them)."""
+        `self.model`'s current weights (assigned again on every call, so a prediction after
+        more training or a restore uses them)."""
         if self._predict_precision is None:
             self._predict_precision = precision.resolve_precision(
                 self.options.predict_precision, "--predict_precision")
