@@ -68,7 +68,7 @@ from bert_tf.layers.heads import ClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving import export
 from bert_tf.layers.dense import INT8_MAX, quantize_kernel
-from bert_tf.training.precision import PRECISIONS, dtype_policy
+from bert_tf.training.precision import ACCURACY_CHECKED, PRECISIONS, dtype_policy
 from conftest import golden_path
 from rounding_bounds import CONFIDENCE, RoundingErrorBounds, assert_within_bounds
 
@@ -241,7 +241,8 @@ def test_saved_model_cli_runs_the_bfloat16_export(setup):
         with open(os.path.join(exports["classifier", precision][1],
                                export.EXPORT_INFO_FILE)) as f:
             infos[precision] = json.load(f)
-    assert infos["bfloat16"] == dict(infos["float32"], precision="bfloat16")
+    assert infos["bfloat16"] == dict(infos["float32"], precision="bfloat16",
+                                     precision_checked=ACCURACY_CHECKED["bfloat16"])
     for name in ("serving_default", "single"):
         signatures = [_LOADED.get(p) or tf.saved_model.load(str(p)) for p in
                       (exports["classifier", "float32"][1], path)]
@@ -580,7 +581,9 @@ def test_saved_model_cli_runs_the_int8_export(setup):
     _, _, exports = setup
     path = str(exports["classifier", "int8"][1])
     with open(os.path.join(path, export.EXPORT_INFO_FILE)) as f:
-        assert '"precision": "int8"' in f.read()
+        info = json.load(f)
+    assert info["precision"] == "int8"
+    assert info["precision_checked"] == ACCURACY_CHECKED["int8"]
     command = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
                path, "--tag_set", "serve", "--signature_def", "serving_default",
                "--input_exprs", f"text_a={TEXTS_A[:2]!r};text_b={TEXTS_B[:2]!r}"]

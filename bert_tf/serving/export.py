@@ -23,7 +23,8 @@ from bert_tf.layers.heads import ClassifierHead, SpanHead, TokenClassifierHead
 from bert_tf.models import BertTaskModel
 from bert_tf.serving.inputs import ServingInputs
 from bert_tf.serving.squad_export import SquadExport
-from bert_tf.training.precision import PRECISIONS, build_at_precision, resolve_precision
+from bert_tf.training.precision import (ACCURACY_CHECKED, PRECISIONS, build_at_precision,
+                                        resolve_precision)
 from bert_tf.training.task_file import load_task_file, task_file_path
 
 TASKS = ("classifier", "features", "tagging", "squad")
@@ -276,6 +277,8 @@ def build_export(task, config, checkpoint, vocab_file, do_lower_case=True, max_s
             "dynamic_padding": bool(dynamic_padding), "precision": precision,
             # False: load the SavedModel after `import tensorflow_text` (ALBERT).
             "core_ops": bool(getattr(inputs.tokenizer, "core_ops", True))}
+    if precision in ACCURACY_CHECKED:
+        info["precision_checked"] = ACCURACY_CHECKED[precision]
     if task == "classifier":
         module = ClassifierExport(model, inputs, labels)
         info["labels"] = list(labels)
