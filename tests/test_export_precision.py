@@ -230,6 +230,18 @@ def test_stored_dense_weights_and_tables_are_bfloat16_rounded_to_nearest_even(se
     assert sizes["float32"][0] - sizes["bfloat16"][0] == 2 * sizes["bfloat16"][1]
 
 
+def _saved_model_cli_run(path):
+    """Plain `saved_model_cli run` of the export at `path` on two request pairs, in a fresh
+    process; asserts it succeeded and returns the CompletedProcess."""
+    command = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
+               path, "--tag_set", "serve", "--signature_def", "serving_default",
+               "--input_exprs", f"text_a={TEXTS_A[:2]!r};text_b={TEXTS_B[:2]!r}"]
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
 def test_saved_model_cli_runs_the_bfloat16_export(setup):
     """Plain `saved_model_cli run` in a fresh process loads and runs the bfloat16 export; its
     bert_tf_export.json is the float32 export's but for "precision": "bfloat16", and its
@@ -253,12 +265,7 @@ def test_saved_model_cli_runs_the_bfloat16_export(setup):
         assert specs[1]["probabilities"][0] == tf.float32
         inputs = [s.signatures[name].structured_input_signature for s in signatures]
         assert inputs[0] == inputs[1], name
-    command = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
-               path, "--tag_set", "serve", "--signature_def", "serving_default",
-               "--input_exprs", f"text_a={TEXTS_A[:2]!r};text_b={TEXTS_B[:2]!r}"]
-    result = subprocess.run(command, capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _saved_model_cli_run(path)
     assert "Result for output key probabilities" in result.stdout
     assert "Result for output key label_id" in result.stdout
 
@@ -584,12 +591,7 @@ def test_saved_model_cli_runs_the_int8_export(setup):
         info = json.load(f)
     assert info["precision"] == "int8"
     assert info["precision_checked"] == ACCURACY_CHECKED["int8"]
-    command = [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir",
-               path, "--tag_set", "serve", "--signature_def", "serving_default",
-               "--input_exprs", f"text_a={TEXTS_A[:2]!r};text_b={TEXTS_B[:2]!r}"]
-    result = subprocess.run(command, capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _saved_model_cli_run(path)
     assert "Result for output key probabilities" in result.stdout
 
 
