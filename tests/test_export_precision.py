@@ -627,18 +627,16 @@ def test_albert_int8_export_quantizes_every_encoder_kernel(tmp_path):
     """ALBERT's Dense layers sit in a dict of lists (its groups) and its embedding projection
     is a Dense of the encoder: every one of its kernels is stored as int8 + scale, none as
     float32, and the weights' table names each kernel of the float32 model once."""
+    from albert_fixtures import CONFIG, SPM_MODEL
     from bert_tf.albert.config import AlbertConfig
 
-    spm_model = os.path.join(os.path.dirname(__file__), "data", "albert_spm", "albert.model")
-    config = AlbertConfig(vocab_size=2000, embedding_size=8, hidden_size=16, num_hidden_layers=2,
-                          num_hidden_groups=1, inner_group_num=2, num_attention_heads=2,
-                          intermediate_size=32, max_position_embeddings=64)
+    config = AlbertConfig(**CONFIG)  # the tiny ALBERT of the other ALBERT export tests
     tf.keras.utils.set_random_seed(5)
     model = BertTaskModel(config, ClassifierHead(len(LABELS), config.hidden_size))
     prefix = save_original_checkpoint(model, tmp_path / "ckpt" / "model.ckpt")
     kernels = [n for n in original_variable_map(model)
                if n.endswith("/kernel") and n.startswith("bert/")]
-    module, _ = export.build_export("classifier", config, prefix, spm_model, True,
+    module, _ = export.build_export("classifier", config, prefix, SPM_MODEL, True,
                                     max_seq_length=32, labels=LABELS, precision="int8")
     def joined(nested, prefix=""):
         for key, value in nested.items():
